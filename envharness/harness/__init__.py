@@ -1,1 +1,35 @@
-"""Placeholder."""
+"""Harness components: stack them over any bridge to customize it without touching its code.
+
+``Setups`` changes the start state, ``Rules`` runs sandboxed hooks around each step, ``Link``
+chains two envs into one episode, and ``HarnessSpec`` serializes a stack.
+"""
+
+from __future__ import annotations
+
+from envharness.harness.base import EnvHarness
+from envharness.harness.link import HandoverCondition, Link
+from envharness.harness.rules import Rules
+from envharness.harness.setups import Setups
+from envharness.harness.spec import (
+    BridgeSpec,
+    ComponentSpec,
+    HarnessSpec,
+    Lineage,
+    register_component,
+)
+
+__all__ = [
+    # components
+    "EnvHarness",
+    "HandoverCondition",
+    "Link",
+    "Rules",
+    "Setups",
+    # specs
+    "BridgeSpec",
+    "ComponentSpec",
+    "HarnessSpec",
+    "Lineage",
+    "register_component",
+]
+

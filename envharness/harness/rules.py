@@ -1,0 +1,149 @@
+"""``Rules``: LLM-written hooks that filter actions, rewrite transitions and filter observations.
+
+The rules code runs in the sandbox (:mod:`envharness.sandbox`), one fresh child process and one
+fresh ``_Rules()`` instance per episode; it never runs in the host. Hooks see JSON copies of the
+action and of ``get_env_state()`` and return text or an action: they cannot reach the env, so the
+reward, the termination flags and ``evaluate()`` always come from the bridge's own verifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envharness.core import Action, ActionableEnv, StepResult
+from envharness.errors import EnvHarnessError, EpisodeError, RulesError
+from envharness.harness.base import EnvHarness
+from envharness.sandbox import RulesSandbox, RulesSession, SandboxLimits
+
+__all__ = ["Rules"]
+
+
+class Rules(EnvHarness):
+    """Applies sandboxed ``rules_code`` hooks around the env below (the paper's Contract).
+
+    ``rules_code`` defines ``class _Rules`` with up to three hooks, each identity by default:
+
+    - ``filter_action(action, state) -> action | str``: a str blocks the action and becomes the
+      observation (the env below is not stepped); a changed action dict is stepped instead.
+    - ``modify_transition(action, observation, state) -> str``: rewrites the observation after a
+      step (``state`` is the state after it).
+    - ``filter_observation(observation, state) -> str``: rewrites every observation, the reset's
+      included (after ``modify_transition`` on a step).
+
+    The code is checked statically when the component is built; a hook that raises, hangs, crashes
+    or returns the wrong type raises :class:`~envharness.errors.RulesError` naming the hook.
+
+    Args:
+        env: The env to put rules around.
+        rules_code: Python source defining ``class _Rules``.
+        limits: Sandbox limits (per-call timeout, CPU, memory); defaults are safe.
+
+    Example:
+        >>> from envharness import load_bridge
+        >>> code = '''
+        ... class _Rules:
+        ...     def filter_action(self, action, state):
+        ...         if action["tool"] == "undo":
+        ...             return "Undo is disabled in this variant."
+        ...         return action
+        ... '''
+        >>> env = Rules(load_bridge("toy24", task_id="4-4-10-10"), code)
+    """
+
+    component_type = "rules"
+
+    def __init__(
+        self, env: ActionableEnv, rules_code: str, *, limits: SandboxLimits | None = None
+    ) -> None:
+        super().__init__(env)
+        if not isinstance(rules_code, str):
+            raise RulesError(f"expected rules_code to be a str, got {type(rules_code).__name__}")
+        self.rules_code = rules_code
+        self._sandbox = RulesSandbox(rules_code, limits=limits)
+        self._session: RulesSession | None = None
+        self._observation: str | None = None
+
+    @property
+    def hooks(self) -> frozenset[str]:
+        """The hooks the rules code defines."""
+        return self._sandbox.info.hooks
+
+    @property
+    def rules_sha256(self) -> str:
+        """The SHA-256 of the rules code (stored in specs)."""
+        return self._sandbox.info.sha256
+
+    def component_config(self) -> dict[str, Any]:
+        """The rules code and its hash."""
+        return {"rules_code": self.rules_code, "sha256": self.rules_sha256}
+
+    @classmethod
+    def from_config(cls, env: ActionableEnv, config: dict[str, Any]) -> Rules:
+        """Rebuilds the component; the stored hash must match the code."""
+        from envharness.harness.spec import check_rules_hash
+
+        check_rules_hash(config)
+        return cls(env, config["rules_code"])
+
+    # -- episode ---------------------------------------------------------------------------------
+
+    def _reset(self, seed: int | None) -> tuple[str, dict[str, Any]]:
+        self._end_session()
+        self._observation = None
+        self._session = self._sandbox.start_episode(seed)
+        observation, info = self.env.reset(seed=seed)
+        if "filter_observation" in self._session.hooks:
+            observation = self._session.filter_observation(observation, self.env.get_env_state())
+        self._observation = observation
+        return observation, info
+
+    def _step(self, action: Action) -> StepResult:
+        session = self._session
+        if session is None:
+            raise EpisodeError(f"{self!r}: call reset() before step()")
+        action = self.check_action(action)
+        if "filter_action" in session.hooks:
+            verdict = session.filter_action(action.to_dict(), self.env.get_env_state())
+            if isinstance(verdict, str):
+                self._observation = verdict
+                return StepResult(verdict, 0.0, False, False, {"blocked": True})
+            try:
+                replacement = self.check_action(verdict)
+            except EnvHarnessError as e:
+                raise RulesError(f"returned an invalid action: {e}", hook="filter_action") from e
+            replaced = replacement != action
+            action = replacement
+        else:
+            replaced = False
+        result = self.env.step(action)
+        observation = result.observation
+        if session.hooks & {"modify_transition", "filter_observation"}:
+            observation = session.after_step(
+                action.to_dict(), observation, self.env.get_env_state()
+            )
+        self._observation = observation
+        info = result.info
+        if replaced or observation != result.observation:
+            info = dict(info)
+            if replaced:
+                info["rules_replaced_action"] = action.to_dict()
+            if observation != result.observation:
+                info["rules_rewrote_observation"] = True
+        # The verifier is sealed: reward and end flags pass through from the env below unchanged.
+        return StepResult(observation, result.reward, result.terminated, result.truncated, info)
+
+    def observe(self) -> str:
+        """The last observation the agent was shown (after the rules)."""
+        if self._observation is None:
+            return self.env.observe()
+        return self._observation
+
+    def _end_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def close(self) -> None:
+        """Ends the sandbox session and closes the env below."""
+        self._end_session()
+        self.env.close()

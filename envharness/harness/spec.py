@@ -1,0 +1,306 @@
+"""``HarnessSpec``: the serializable form of a harness stack.
+
+A spec is the bridge (name, task, options) plus the ordered component list, innermost first, and
+optional lineage (where an accepted spec came from). It round-trips through JSON and rebuilds the
+stack with :meth:`HarnessSpec.build`. Rules code is stored with its SHA-256; a spec whose code no
+longer matches its hash is refused.
+
+Example:
+    >>> from envharness import load_bridge
+    >>> from envharness.harness import Setups
+    >>> env = Setups(load_bridge("toy24", task_id="4-4-10-10"),
+    ...              [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}])
+    >>> spec = HarnessSpec.from_json(env.spec().to_json())
+    >>> spec.build()
+    <Setups<Toy24Env task='4-4-10-10'>>
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envharness.core import ActionableEnv
+from envharness.errors import EnvHarnessError, SpecError
+
+__all__ = [
+    "SPEC_VERSION",
+    "BridgeSpec",
+    "ComponentSpec",
+    "HarnessSpec",
+    "Lineage",
+    "check_rules_hash",
+    "component_types",
+    "register_component",
+]
+
+SPEC_VERSION = 1
+
+_COMPONENTS: dict[str, str | type] = {
+    "setups": "envharness.harness.setups:Setups",
+    "rules": "envharness.harness.rules:Rules",
+    "link": "envharness.harness.link:Link",
+}
+
+
+def register_component(name: str, cls: type) -> None:
+    """Registers a custom :class:`~envharness.harness.EnvHarness` subclass for specs."""
+    from envharness.harness.base import EnvHarness
+
+    if not (isinstance(cls, type) and issubclass(cls, EnvHarness)):
+        raise SpecError(f"expected an EnvHarness subclass, got {cls!r}")
+    _COMPONENTS[name] = cls
+
+
+def component_types() -> list[str]:
+    """The component type names specs can hold."""
+    return sorted(_COMPONENTS)
+
+
+def _component_class(name: str) -> type:
+    target = _COMPONENTS.get(name)
+    if target is None:
+        raise SpecError(f"unknown component type {name!r}; known: {', '.join(component_types())}")
+    if isinstance(target, str):
+        import importlib
+
+        module, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+        _COMPONENTS[name] = target
+    return target
+
+
+def check_rules_hash(config: Mapping[str, Any]) -> None:
+    """Checks that a rules component's stored hash matches its code.
+
+    Raises:
+        SpecError: If the code is missing, or the hash is missing or does not match.
+    """
+    code = config.get("rules_code")
+    if not isinstance(code, str):
+        raise SpecError("a rules component needs 'rules_code' (a str)")
+    digest = hashlib.sha256(code.encode("utf-8")).hexdigest()
+    if config.get("sha256") != digest:
+        raise SpecError(
+            f"rules code does not match its sha256 (stored {config.get('sha256')!r}, computed "
+            f"{digest!r}); the spec was edited by hand or corrupted. Rebuild it with "
+            "Rules(env, code).spec() instead of editing the JSON."
+        )
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True)
+class BridgeSpec:
+    """The bridge and task a stack is built on.
+
+    Attributes:
+        name: The registered bridge name.
+        task_id: The task.
+        options: Extra ``load_bridge`` options.
+    """
+
+    name: str
+    task_id: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The bridge spec as a plain dict."""
+        return {"name": self.name, "task_id": self.task_id, "options": dict(self.options)}
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """One component of a stack: its type name and its own settings."""
+
+    type: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component spec as a plain dict."""
+        return {"type": self.type, "config": self.config}
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where an accepted spec came from.
+
+    Attributes:
+        task: The task the harness targets.
+        policy: A description of the policy it was rigged for.
+        parent: The ``spec_id`` of the spec it was derived from, if any.
+        validation: Statistics of the validation rollouts that accepted it.
+        notes: Free text (the designer's rationale, for instance).
+    """
+
+    task: str | None = None
+    policy: str | None = None
+    parent: str | None = None
+    validation: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The lineage as a plain dict."""
+        return {
+            "task": self.task,
+            "policy": self.policy,
+            "parent": self.parent,
+            "validation": dict(self.validation),
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True)
+class HarnessSpec:
+    """A bridge plus an ordered list of components (innermost first), and optional lineage."""
+
+    bridge: BridgeSpec
+    components: tuple[ComponentSpec, ...] = ()
+    lineage: Lineage | None = None
+
+    @property
+    def spec_id(self) -> str:
+        """A short stable id: the hash of the bridge and components (lineage excluded)."""
+        body = {
+            "bridge": self.bridge.to_dict(),
+            "components": [c.to_dict() for c in self.components],
+        }
+        return hashlib.sha256(_canonical(body).encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_env(cls, env: ActionableEnv, *, lineage: Lineage | None = None) -> HarnessSpec:
+        """Describes an env (a bridge or a harness stack).
+
+        Raises:
+            SpecError: If a component is not registered for specs.
+        """
+        from envharness.harness.base import EnvHarness
+
+        components: list[ComponentSpec] = []
+        layer = env
+        while isinstance(layer, EnvHarness):
+            kind = layer.component_type
+            if kind not in _COMPONENTS:
+                raise SpecError(
+                    f"{type(layer).__name__} has no registered component type; call "
+                    "register_component(name, cls) to make it serializable"
+                )
+            components.append(ComponentSpec(kind, layer.component_config()))
+            layer = layer.env
+        if not layer.bridge_name:
+            raise SpecError(f"{type(layer).__name__} has no bridge_name; it cannot be rebuilt")
+        bridge = BridgeSpec(layer.bridge_name, layer.task_id, dict(layer.bridge_options()))
+        return cls(bridge, tuple(reversed(components)), lineage)
+
+    def build(self) -> ActionableEnv:
+        """Loads the bridge and stacks the components over it.
+
+        Raises:
+            SpecError: If a component cannot be rebuilt.
+            BridgeError: If the bridge or task cannot be loaded.
+        """
+        from envharness.bridges.registry import load_bridge
+
+        env = load_bridge(self.bridge.name, task_id=self.bridge.task_id, **self.bridge.options)
+        try:
+            for component in self.components:
+                env = _component_class(component.type).from_config(env, component.config)
+        except EnvHarnessError:
+            env.close()
+            raise
+        return env
+
+    def with_lineage(self, lineage: Lineage) -> HarnessSpec:
+        """A copy of this spec with ``lineage``."""
+        return HarnessSpec(self.bridge, self.components, lineage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as a plain dict (JSON-able)."""
+        data: dict[str, Any] = {
+            "envharness_spec": SPEC_VERSION,
+            "spec_id": self.spec_id,
+            "bridge": self.bridge.to_dict(),
+            "components": [c.to_dict() for c in self.components],
+        }
+        if self.lineage is not None:
+            data["lineage"] = self.lineage.to_dict()
+        return data
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The spec as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> HarnessSpec:
+        """Builds a spec from :meth:`to_dict` output, checking every field.
+
+        Raises:
+            SpecError: Naming the first malformed field.
+        """
+        if not isinstance(data, Mapping):
+            raise SpecError(f"expected a spec object, got {type(data).__name__}")
+        version = data.get("envharness_spec")
+        if version != SPEC_VERSION:
+            raise SpecError(f"expected envharness_spec={SPEC_VERSION}, got {version!r}")
+        bridge = data.get("bridge")
+        if (
+            not isinstance(bridge, Mapping)
+            or not isinstance(bridge.get("name"), str)
+            or not isinstance(bridge.get("task_id"), str)
+            or not isinstance(bridge.get("options", {}), Mapping)
+        ):
+            raise SpecError(
+                "expected 'bridge' to be {'name': str, 'task_id': str, 'options': {...}}, "
+                f"got {bridge!r}"
+            )
+        raw_components = data.get("components", [])
+        if not isinstance(raw_components, list):
+            raise SpecError("expected 'components' to be a list")
+        components = []
+        for i, raw in enumerate(raw_components):
+            if (
+                not isinstance(raw, Mapping)
+                or not isinstance(raw.get("type"), str)
+                or not isinstance(raw.get("config", {}), Mapping)
+            ):
+                raise SpecError(f"component #{i}: expected {{'type': str, 'config': {{...}}}}")
+            _component_class(raw["type"])
+            if raw["type"] == "rules":
+                check_rules_hash(raw.get("config", {}))
+            components.append(ComponentSpec(raw["type"], dict(raw.get("config", {}))))
+        lineage = None
+        if data.get("lineage") is not None:
+            try:
+                lineage = Lineage(**data["lineage"])
+            except TypeError as e:
+                raise SpecError(f"bad lineage: {e}") from e
+        spec = cls(
+            BridgeSpec(bridge["name"], bridge["task_id"], dict(bridge.get("options", {}))),
+            tuple(components),
+            lineage,
+        )
+        stored_id = data.get("spec_id")
+        if stored_id is not None and stored_id != spec.spec_id:
+            raise SpecError(
+                f"spec_id {stored_id!r} does not match the content ({spec.spec_id!r}); "
+                "the spec was edited by hand: drop 'spec_id' to accept the edit"
+            )
+        return spec
+
+    @classmethod
+    def from_json(cls, text: str) -> HarnessSpec:
+        """Parses a spec from JSON text.
+
+        Raises:
+            SpecError: If the text is not valid JSON or not a valid spec.
+        """
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, TypeError) as e:
+            raise SpecError(f"spec is not valid JSON: {e}") from e
+        return cls.from_dict(data)

@@ -1,0 +1,905 @@
+"""Test helpers for bridge authors: a generic fake bridge and the conformance suite.
+
+:class:`FakeEnv` is a tiny deterministic bridge whose behaviour can be customised with injected
+callables, for testing code that drives an :class:`~envharness.core.ActionableEnv`.
+:func:`check_bridge` runs the checks every bridge (and every harness stack) must pass, and reports
+all failures at once.
+
+Example:
+    >>> from envharness.testing import FakeEnv, check_bridge
+    >>> report = check_bridge(lambda: FakeEnv(target="hello"))
+    >>> report.bridge, report.actions
+    ('fake', (Action(tool='say', args={'text': 'hello'}),))
+
+This module imports nothing beyond the standard library and ``envharness`` itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
+from envharness.errors import (
+    BridgeError,
+    ConformanceError,
+    EpisodeError,
+    InvalidActionError,
+    UnknownTaskError,
+)
+from envharness.schema import gemini_schema_problems
+
+__all__ = ["CHECKS", "ConformanceReport", "FakeEnv", "check_bridge"]
+
+StepFn = Callable[["FakeEnv", Action], "StepResult | None"]
+ResetFn = Callable[["FakeEnv", "int | None"], "str | None"]
+
+
+# -- FakeEnv -----------------------------------------------------------------------------------
+
+
+class FakeEnv(ActionableEnv):
+    """A small, deterministic bridge for tests: the agent must ``say`` a target word.
+
+    Tools are ``say(text: str)`` and ``noop()``. The state is ``{"said": [...], "steps": n,
+    "done": bool}``; the episode terminates with reward 1.0 when the target is said, and
+    :meth:`evaluate` succeeds iff it was. Saying an empty text is a well-formed action the
+    environment rejects (``info["invalid_action"]``).
+
+    Behaviour can be customised per instance, like Gymnasium's generic test env: ``step_fn(env,
+    action)`` runs (after the action is checked against the tools) before the default step, and
+    its :class:`~envharness.core.StepResult` is returned as is; returning ``None`` falls through
+    to the default. ``reset_fn(env, seed)`` runs after the default reset and may edit
+    ``env.state``; a returned string replaces the first observation. Injected callables are not
+    part of :meth:`save_state`, so :meth:`from_state` rebuilds the default behaviour; subclass and
+    override :meth:`step`/:meth:`reset` for a behaviour that must survive a save and restore.
+
+    The fake is not registered at import. Register it where a test needs it by name::
+
+        envharness.register("fake", FakeEnv)
+
+    :meth:`list_tasks` offers the one task ``"fake"`` in the ``train`` and ``test`` splits, but
+    any non-empty task id is accepted, so tests can name their tasks freely.
+
+    Attributes:
+        target: The word the agent must say.
+        state: The live state; injected callables may edit it.
+        observation: The last observation.
+        closed: Whether :meth:`close` was called.
+
+    Example:
+        >>> env = FakeEnv(target="hi")
+        >>> env.reset(seed=0)[0]
+        'A quiet room. Say something.'
+        >>> env.step(Action("say", {"text": "hi"})).terminated
+        True
+        >>> env.evaluate().success
+        True
+    """
+
+    bridge_name: ClassVar[str] = "fake"
+    SPLITS: ClassVar[dict[str, tuple[str, ...]]] = {"train": ("fake",), "test": ("fake",)}
+
+    def __init__(
+        self,
+        task_id: str = "fake",
+        *,
+        instruction: str | None = None,
+        max_steps: int = 10,
+        target: str = "hello",
+        step_fn: StepFn | None = None,
+        reset_fn: ResetFn | None = None,
+    ) -> None:
+        if not isinstance(task_id, str) or not task_id:
+            raise BridgeError(f"expected a non-empty str task_id, got {task_id!r}", bridge="fake")
+        if not isinstance(target, str) or not target.strip():
+            raise BridgeError(f"expected a non-empty str target, got {target!r}", bridge="fake")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise BridgeError(
+                f"expected a positive int max_steps, got {max_steps!r}", bridge="fake"
+            )
+        if instruction is not None and not isinstance(instruction, str):
+            raise BridgeError(
+                f"expected a str instruction, got {type(instruction).__name__}", bridge="fake"
+            )
+        self.task_id = task_id
+        self.target = target
+        self.instruction = f"Say the word {target!r}." if instruction is None else instruction
+        self.max_steps = max_steps
+        self.step_fn = step_fn
+        self.reset_fn = reset_fn
+        self.state: dict[str, Any] = self._initial_state()
+        self.observation = ""
+        self.started = False
+        self.closed = False
+
+    @classmethod
+    def list_tasks(cls, split: str = "train") -> list[str]:
+        """Task ids in ``split`` (``train`` or ``test``).
+
+        Raises:
+            UnknownTaskError: If there is no such split.
+        """
+        if split not in cls.SPLITS:
+            raise UnknownTaskError(
+                f"no split {split!r}; splits: {', '.join(cls.SPLITS)}", bridge=cls.bridge_name
+            )
+        return list(cls.SPLITS[split])
+
+    @staticmethod
+    def _initial_state() -> dict[str, Any]:
+        return {"said": [], "steps": 0, "done": False}
+
+    def tools(self) -> list[ToolSpec]:
+        """``say(text)`` and ``noop()``."""
+        return [
+            ToolSpec(
+                "say",
+                "Say something out loud.",
+                {
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "What to say."}},
+                    "required": ["text"],
+                },
+            ),
+            ToolSpec("noop", "Do nothing.", {"type": "object", "properties": {}}),
+        ]
+
+    def reset(self, *, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        """Starts an episode: nothing said yet.
+
+        Raises:
+            EpisodeError: If the env is closed.
+        """
+        if self.closed:
+            raise EpisodeError("the fake env is closed")
+        self.state = self._initial_state()
+        self.started = True
+        self.observation = "A quiet room. Say something."
+        if self.reset_fn is not None:
+            replaced = self.reset_fn(self, seed)
+            if replaced is not None:
+                self.observation = replaced
+        return self.observation, {"seed": seed}
+
+    def step(self, action: Action) -> StepResult:
+        """Says a text or waits.
+
+        Raises:
+            InvalidActionError: If the action does not match the tools.
+            EpisodeError: If the env is closed, not reset, or the episode has ended.
+        """
+        if self.closed:
+            raise EpisodeError("the fake env is closed")
+        if not self.started:
+            raise EpisodeError("call reset() before step()")
+        if self.state["done"]:
+            raise EpisodeError("the episode has ended; call reset()")
+        action = self.check_action(action)
+        if self.step_fn is not None:
+            custom = self.step_fn(self, action)
+            if custom is not None:
+                if isinstance(custom, StepResult):
+                    self.observation = custom.observation
+                return custom
+        self.state["steps"] += 1
+        info: dict[str, Any] = {}
+        reward = 0.0
+        if action.tool == "noop":
+            self.observation = "You wait. Nothing happens."
+        elif not action.args["text"].strip():
+            self.observation = "You open your mouth, but say nothing."
+            info["invalid_action"] = "nothing to say"
+        else:
+            text = action.args["text"]
+            self.state["said"].append(text)
+            if text == self.target:
+                self.state["done"] = True
+                reward = 1.0
+                self.observation = f"You said {text!r}. Well done!"
+            else:
+                self.observation = f"You said {text!r}. Nothing happens."
+        return StepResult(self.observation, reward, self.state["done"], False, info)
+
+    def observe(self) -> str:
+        """The last observation.
+
+        Raises:
+            EpisodeError: If the env was not reset.
+        """
+        if not self.started:
+            raise EpisodeError("call reset() before observe()")
+        return self.observation
+
+    def evaluate(self) -> Evaluation:
+        """Success iff the target was said."""
+        success = self.target in self.state["said"]
+        return Evaluation(
+            success,
+            1.0 if success else 0.0,
+            {"target": self.target, "said": len(self.state["said"])},
+        )
+
+    def get_env_state(self) -> dict[str, Any]:
+        """A deep copy of :attr:`state`."""
+        return copy.deepcopy(self.state)
+
+    def env_state_schema(self) -> dict[str, Any]:
+        """The schema of :meth:`get_env_state`."""
+        return {
+            "type": "object",
+            "properties": {
+                "said": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Everything said so far, in order.",
+                },
+                "steps": {"type": "integer", "description": "Steps taken this episode."},
+                "done": {"type": "boolean", "description": "Whether the target was said."},
+            },
+            "required": ["said", "steps", "done"],
+        }
+
+    def bridge_options(self) -> dict[str, Any]:
+        """The options that rebuild this task with ``load_bridge("fake", ...)``."""
+        return {"instruction": self.instruction, "max_steps": self.max_steps, "target": self.target}
+
+    def save_state(self) -> dict[str, Any]:
+        """A full JSON-able snapshot."""
+        return {
+            "task_id": self.task_id,
+            **self.bridge_options(),
+            "started": self.started,
+            "observation": self.observation,
+            "state": copy.deepcopy(self.state),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> FakeEnv:
+        """Rebuilds an env from :meth:`save_state` output (with the default behaviour).
+
+        Raises:
+            BridgeError: If ``state`` is not a snapshot of this bridge.
+        """
+        keys = {"task_id", "instruction", "max_steps", "target", "started", "observation", "state"}
+        if not isinstance(state, Mapping) or set(state) != keys:
+            got = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+            raise BridgeError(
+                f"expected a snapshot with keys {sorted(keys)}, got {got}", bridge="fake"
+            )
+        env = cls(
+            state["task_id"],
+            instruction=state["instruction"],
+            max_steps=state["max_steps"],
+            target=state["target"],
+        )
+        env.started = bool(state["started"])
+        env.observation = str(state["observation"])
+        env.state = copy.deepcopy(dict(state["state"]))
+        return env
+
+    def oracle_actions(self) -> list[Action]:
+        """``[say(target)]``, or nothing once the episode is done."""
+        return [] if self.state["done"] else [Action("say", {"text": self.target})]
+
+    def close(self) -> None:
+        """Marks the env closed (idempotent)."""
+        self.closed = True
+
+
+# -- check_bridge ------------------------------------------------------------------------------
+
+CHECKS: tuple[str, ...] = (
+    "attributes",
+    "tools",
+    "reset",
+    "observe",
+    "step",
+    "unknown_tool",
+    "evaluate",
+    "env_state",
+    "env_state_copy",
+    "env_state_schema",
+    "determinism",
+    "save_state",
+    "close",
+)
+"""The names of the conformance checks, in the order :func:`check_bridge` runs them."""
+
+_MAX_ORACLE_ACTIONS = 64
+_SYNTHETIC_ACTIONS = 4
+_PROBE = "__conformance_probe__"
+_JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+@dataclass(frozen=True)
+class ConformanceReport:
+    """What :func:`check_bridge` found when every check passed.
+
+    Attributes:
+        bridge: The bridge's name (or the env's class name when it has none).
+        passed: The names of the checks that ran, all passed (see :data:`CHECKS`).
+        actions: The action sequence that was played.
+        seed: The seed every episode was reset with.
+    """
+
+    bridge: str
+    passed: tuple[str, ...]
+    actions: tuple[Action, ...]
+    seed: int | None = 0
+
+    def __str__(self) -> str:
+        played = ", ".join(str(a) for a in self.actions) or "no actions"
+        return (
+            f"bridge {self.bridge!r} passed {len(self.passed)} conformance checks "
+            f"({', '.join(self.passed)}) playing: {played}"
+        )
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _sample_value(schema: Mapping[str, Any]) -> Any:
+    """A deterministic value that fits ``schema`` (first enum value, ``"1"``, 1, True, ...)."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: _sample_value(properties[name]) for name in schema.get("required", [])}
+    return {"string": "1", "integer": 1, "number": 1, "boolean": True, "array": []}.get(kind, "1")
+
+
+def _synthesize_actions(tools: Sequence[ToolSpec]) -> list[Action]:
+    """A few actions, one per tool in turn, with arguments sampled from the schemas."""
+    if not tools:
+        return []
+    per_tool = [Action(tool.name, _sample_value(tool.parameters)) for tool in tools]
+    count = max(_SYNTHETIC_ACTIONS, min(len(per_tool), 2 * _SYNTHETIC_ACTIONS))
+    return [per_tool[i % len(per_tool)] for i in range(count)]
+
+
+def _deep_mutate(value: Any) -> None:
+    """Adds a probe to every dict and list inside ``value``, in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _deep_mutate(item)
+        value[_PROBE] = _PROBE
+    elif isinstance(value, list):
+        for item in value:
+            _deep_mutate(item)
+        value.append(_PROBE)
+
+
+def _outcome(result: Any) -> tuple[Any, ...]:
+    """The comparable part of a step result (everything except ``info``)."""
+    return tuple(result[:4]) if isinstance(result, tuple) and len(result) == 5 else (result,)
+
+
+class _Suite:
+    """Runs the checks against one env and collects the failures per check."""
+
+    def __init__(self, env: ActionableEnv, seed: int | None) -> None:
+        self.env = env
+        self.seed = seed
+        self.failures: dict[str, list[str]] = {name: [] for name in CHECKS}
+        self.tools: list[ToolSpec] = []
+
+    def fail(self, check: str, message: str) -> None:
+        self.failures[check].append(message)
+
+    @contextmanager
+    def guard(self, check: str, where: str = "") -> Iterator[None]:
+        """Records an exception raised inside the block as a failure of ``check``."""
+        try:
+            yield
+        except Exception as e:  # a broken bridge may raise anything; report it and go on
+            self.fail(check, f"{where}raised {type(e).__name__}: {e}")
+
+    def messages(self) -> list[str]:
+        return [f"{check}: {msg}" for check in CHECKS for msg in self.failures[check]]
+
+    # -- static checks ---------------------------------------------------------------------
+
+    def check_attributes(self) -> None:
+        env = self.env
+        with self.guard("attributes"):
+            for name in ("task_id", "instruction"):
+                value = getattr(env, name)
+                if not isinstance(value, str):
+                    self.fail("attributes", f"expected {name} to be a str, got {_short(value)}")
+            if not env.task_id:
+                self.fail("attributes", "expected a non-empty task_id, got ''")
+            steps = env.max_steps
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                self.fail(
+                    "attributes", f"expected max_steps to be a positive int, got {_short(steps)}"
+                )
+            if not isinstance(env.bridge_name, str):
+                self.fail(
+                    "attributes", f"expected bridge_name to be a str, got {_short(env.bridge_name)}"
+                )
+
+    def check_tools(self) -> None:
+        with self.guard("tools", "tools() "):
+            tools = self.env.tools()
+            if not isinstance(tools, list | tuple):
+                self.fail("tools", f"expected tools() to return a list, got {type(tools).__name__}")
+                return
+            if not tools:
+                self.fail("tools", "expected at least one tool, got an empty list")
+            good: list[ToolSpec] = []
+            for tool in tools:
+                if not isinstance(tool, ToolSpec):
+                    self.fail("tools", f"expected ToolSpec items, got {type(tool).__name__}")
+                    continue
+                good.append(tool)
+                for problem in gemini_schema_problems(tool.parameters, f"{tool.name}.parameters"):
+                    self.fail("tools", f"schema outside the Gemini subset: {problem}")
+                try:
+                    json.dumps(tool.to_openai(), allow_nan=False)
+                except (TypeError, ValueError) as e:
+                    self.fail("tools", f"expected {tool.name}.to_openai() to be JSON-able, got {e}")
+            names = [tool.name for tool in good]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                self.fail("tools", f"expected unique tool names, got duplicates {duplicates}")
+            self.tools = good
+
+    # -- episode checks ----------------------------------------------------------------------
+
+    def check_reset(self) -> None:
+        with self.guard("reset", f"reset(seed={self.seed}) "):
+            out = self.env.reset(seed=self.seed)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                self.fail("reset", f"expected reset() to return (str, dict), got {_short(out)}")
+                return
+            observation, info = out
+            if not isinstance(observation, str):
+                self.fail("reset", f"expected a str observation, got {type(observation).__name__}")
+            if not isinstance(info, dict):
+                self.fail("reset", f"expected a dict info, got {type(info).__name__}")
+            self.check_observe(observation, "after reset")
+
+    def check_observe(self, expected: Any, where: str) -> None:
+        with self.guard("observe", f"observe() {where} "):
+            got = self.env.observe()
+            if got != expected:
+                self.fail(
+                    "observe",
+                    f"expected observe() {where} to equal the last observation {_short(expected)}, "
+                    f"got {_short(got)}",
+                )
+
+    def check_step_result(self, result: Any, where: str) -> bool:
+        """Checks a step's return value; returns whether it can be read as a 5-tuple."""
+        if not isinstance(result, StepResult):
+            self.fail("step", f"{where}: expected a StepResult, got {_short(result)}")
+            return isinstance(result, tuple) and len(result) == 5
+        observation, reward, terminated, truncated, info = result
+        if not isinstance(observation, str):
+            self.fail(
+                "step", f"{where}: expected a str observation, got {type(observation).__name__}"
+            )
+        if (
+            isinstance(reward, bool)
+            or not isinstance(reward, int | float)
+            or not math.isfinite(reward)
+        ):
+            self.fail("step", f"{where}: expected a finite float reward, got {_short(reward)}")
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not isinstance(flag, bool):
+                self.fail("step", f"{where}: expected {name} to be a bool, got {_short(flag)}")
+        if not isinstance(info, dict):
+            self.fail("step", f"{where}: expected a dict info, got {type(info).__name__}")
+        return True
+
+    def check_unknown_tool(self) -> None:
+        names = {tool.name for tool in self.tools}
+        name = "no_such_tool"
+        while name in names:
+            name += "_"
+        with self.guard("unknown_tool"):
+            before = self.env.get_env_state()
+            try:
+                self.env.step(Action(name, {}))
+            except InvalidActionError:
+                pass
+            except Exception as e:
+                self.fail(
+                    "unknown_tool",
+                    f"expected step({name}()) to raise InvalidActionError, "
+                    f"got {type(e).__name__}: {e}",
+                )
+                return
+            else:
+                self.fail("unknown_tool", f"expected step({name}()) to raise InvalidActionError")
+            after = self.env.get_env_state()
+            if after != before:
+                self.fail(
+                    "unknown_tool",
+                    f"expected a rejected action to leave the state unchanged, "
+                    f"got {_short(before)} -> {_short(after)}",
+                )
+
+    def check_evaluate(self, where: str) -> None:
+        with self.guard("evaluate", f"{where}: "):
+            before = self.env.get_env_state()
+            first = self.env.evaluate()
+            second = self.env.evaluate()
+            after = self.env.get_env_state()
+            if not isinstance(first, Evaluation):
+                self.fail("evaluate", f"{where}: expected an Evaluation, got {_short(first)}")
+                return
+            if not isinstance(first.success, bool):
+                self.fail(
+                    "evaluate", f"{where}: expected a bool success, got {_short(first.success)}"
+                )
+            score = first.score
+            if (
+                isinstance(score, bool)
+                or not isinstance(score, int | float)
+                or not math.isfinite(score)
+            ):
+                self.fail(
+                    "evaluate", f"{where}: expected a finite float score, got {_short(score)}"
+                )
+            try:
+                json.dumps(first.details, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                self.fail("evaluate", f"{where}: expected JSON-able details, got {e}")
+            if first != second:
+                self.fail(
+                    "evaluate",
+                    f"{where}: expected two calls to agree, "
+                    f"got {_short(first)} then {_short(second)}",
+                )
+            if before != after:
+                self.fail(
+                    "evaluate",
+                    f"{where}: expected evaluate() to leave the state unchanged, "
+                    f"got {_short(before)} -> {_short(after)}",
+                )
+
+    def check_env_state(self, where: str) -> None:
+        with self.guard("env_state", f"{where}: "):
+            state = self.env.get_env_state()
+            if not isinstance(state, dict):
+                self.fail("env_state", f"{where}: expected a dict, got {type(state).__name__}")
+                return
+            try:
+                json.dumps(state, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                self.fail(
+                    "env_state", f"{where}: expected get_env_state() to be JSON-able, got {e}"
+                )
+        with self.guard("env_state_copy", f"{where}: "):
+            first = self.env.get_env_state()
+            snapshot = copy.deepcopy(first)
+            _deep_mutate(first)
+            again = self.env.get_env_state()
+            if again != snapshot:
+                self.fail(
+                    "env_state_copy",
+                    f"{where}: expected get_env_state() to return a fresh copy, but mutating it "
+                    f"changed the next call: {_short(snapshot)} -> {_short(again)}",
+                )
+        with self.guard("env_state_schema", f"{where}: "):
+            self.check_schema(self.env.env_state_schema(), self.env.get_env_state(), where)
+
+    def check_schema(self, schema: Any, state: Any, where: str) -> None:
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            self.fail("env_state_schema", f"expected a JSON-Schema object, got {_short(schema)}")
+            return
+        try:
+            json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            self.fail("env_state_schema", f"expected a JSON-able schema, got {e}")
+        properties = schema.get("properties")
+        if not isinstance(properties, dict):
+            self.fail(
+                "env_state_schema", f"expected 'properties' to be a dict, got {_short(properties)}"
+            )
+            return
+        if not isinstance(state, dict):
+            return
+        undeclared = sorted(set(state) - set(properties))
+        if undeclared:
+            self.fail(
+                "env_state_schema",
+                f"{where}: expected every state key in the schema's properties, "
+                f"got undeclared {undeclared}",
+            )
+        for key, value in state.items():
+            declared = properties.get(key, {})
+            kinds = declared.get("type") if isinstance(declared, dict) else None
+            kinds = [kinds] if isinstance(kinds, str) else kinds
+            if not isinstance(kinds, list) or not all(k in _JSON_TYPE_CHECKS for k in kinds):
+                continue
+            if not any(_JSON_TYPE_CHECKS[k](value) for k in kinds):
+                self.fail(
+                    "env_state_schema",
+                    f"{where}: expected state[{key!r}] of type {'|'.join(kinds)}, "
+                    f"got {type(value).__name__}",
+                )
+
+    def restore_clones(self, where: str) -> list[tuple[str, ActionableEnv]]:
+        """Builds envs from ``save_state()`` (as is and JSON round-tripped) and compares them."""
+        clones: list[tuple[str, ActionableEnv]] = []
+        try:
+            saved = self.env.save_state()
+        except Exception as e:  # a broken bridge may raise anything
+            self.fail("save_state", f"{where}: save_state() raised {type(e).__name__}: {e}")
+            return clones
+        try:
+            round_trip = json.loads(json.dumps(saved, allow_nan=False))
+        except (TypeError, ValueError) as e:
+            self.fail("save_state", f"{where}: expected save_state() to be JSON-able, got {e}")
+            round_trip = None
+        variants = [("from_state(save_state())", saved)]
+        if round_trip is not None:
+            variants.append(("from_state(json round trip)", round_trip))
+        for label, state in variants:
+            with self.guard("save_state", f"{where}: {label} "):
+                clone = type(self.env).from_state(state)
+                clones.append((label, clone))
+                if not isinstance(clone, ActionableEnv):
+                    self.fail(
+                        "save_state",
+                        f"{where}: {label}: expected an ActionableEnv, got {_short(clone)}",
+                    )
+                    continue
+                expected, got = self.env.get_env_state(), clone.get_env_state()
+                if got != expected:
+                    self.fail(
+                        "save_state",
+                        f"{where}: {label}: expected get_env_state() {_short(expected)}, "
+                        f"got {_short(got)}",
+                    )
+                expected, got = self.env.observe(), clone.observe()
+                if got != expected:
+                    self.fail(
+                        "save_state",
+                        f"{where}: {label}: expected observe() {_short(expected)}, "
+                        f"got {_short(got)}",
+                    )
+        return clones
+
+    def compare_clone_steps(
+        self, clones: list[tuple[str, ActionableEnv]], action: Action, result: Any, where: str
+    ) -> None:
+        for label, clone in clones:
+            if not isinstance(clone, ActionableEnv):
+                continue
+            with self.guard("save_state", f"{where}: {label} then step({action}) "):
+                got = clone.step(action)
+                if _outcome(got) != _outcome(result):
+                    self.fail(
+                        "save_state",
+                        f"{where}: {label} then step({action}): "
+                        f"expected {_short(_outcome(result))}, got {_short(_outcome(got))}",
+                    )
+                expected_state, got_state = self.env.get_env_state(), clone.get_env_state()
+                if got_state != expected_state:
+                    self.fail(
+                        "save_state",
+                        f"{where}: {label} then step({action}): expected state "
+                        f"{_short(expected_state)}, got {_short(got_state)}",
+                    )
+
+    def close_all(self, clones: list[tuple[str, ActionableEnv]]) -> None:
+        for label, clone in clones:
+            with self.guard("close", f"closing the env built by {label} "):
+                clone.close()
+
+    def safe_state(self) -> Any:
+        try:
+            return self.env.get_env_state()
+        except Exception as e:  # reported by the env_state check; here it is part of the trace
+            return ("raised", type(e).__name__, str(e))
+
+    def step_once(
+        self, action: Action, where: str, clones: list[tuple[str, ActionableEnv]], checked: bool
+    ) -> tuple[Any, ...]:
+        """Steps the env once; returns the trace entry (``("step", ...)`` when it went well)."""
+        try:
+            result = self.env.step(action)
+        except Exception as e:  # a broken bridge may raise anything
+            if checked:
+                self.fail("step", f"{where}: raised {type(e).__name__}: {e}")
+            return ("raised", type(e).__name__, str(e))
+        readable = self.check_step_result(result, where) if checked else True
+        if not readable or not (isinstance(result, tuple) and len(result) == 5):
+            return ("result", _short(result))
+        if checked:
+            self.check_observe(result[0], f"after {where}")
+            self.compare_clone_steps(clones, action, result, f"before {where}")
+        return ("step", *_outcome(result), self.safe_state())
+
+    def play(self, actions: Sequence[Action], *, checked: bool) -> tuple[list[Any], list[Action]]:
+        """Resets and plays ``actions`` until the episode ends.
+
+        Returns the trace and the actions tried (including one that raised). With ``checked``,
+        also runs the step, observe and save_state checks along the way.
+        """
+        trace: list[Any] = []
+        played: list[Action] = []
+        try:
+            observation, _ = self.env.reset(seed=self.seed)
+        except Exception as e:  # reported by the reset check
+            return [("raised", type(e).__name__, str(e))], played
+        trace.append(("reset", observation, self.safe_state()))
+        checkpoints = {0, len(actions) // 2}
+        for i, action in enumerate(actions):
+            where = f"step {i + 1} {action}"
+            clones = self.restore_clones(f"before {where}") if checked and i in checkpoints else []
+            played.append(action)
+            try:
+                entry = self.step_once(action, where, clones, checked)
+            finally:
+                self.close_all(clones)
+            trace.append(entry)
+            if entry[0] != "step" or entry[3] or entry[4]:
+                break
+        if checked:
+            self.close_all(self.restore_clones("at the end"))
+        return trace, played
+
+    def check_determinism(self, first: list[Any], actions: Sequence[Action]) -> None:
+        with self.guard("determinism"):
+            second, _ = self.play(actions, checked=False)
+            for i, (a, b) in enumerate(zip(first, second, strict=False)):
+                if a != b:
+                    where = "after reset" if i == 0 else f"at step {i} {actions[i - 1]}"
+                    self.fail(
+                        "determinism",
+                        f"reset(seed={self.seed}) and replay differ {where}: expected {_short(a)}, "
+                        f"got {_short(b)}",
+                    )
+                    return
+            if len(first) != len(second):
+                self.fail(
+                    "determinism",
+                    f"expected the replay to last {len(first)} entries, got {len(second)}",
+                )
+
+    def choose_actions(self, actions: Sequence[Action | Mapping[str, Any]] | None) -> list[Action]:
+        if actions is not None:
+            return [Action.from_dict(a) for a in actions]
+        try:
+            oracle = self.env.oracle_actions()
+        except BridgeError:
+            oracle = []
+        except Exception as e:
+            self.fail("step", f"oracle_actions() raised {type(e).__name__}: {e}")
+            oracle = []
+        if oracle:
+            return [Action.from_dict(a) for a in oracle[:_MAX_ORACLE_ACTIONS]]
+        return _synthesize_actions(self.tools)
+
+    def run(self, actions: Sequence[Action | Mapping[str, Any]] | None) -> list[Action]:
+        """Runs every check but ``close`` on the suite's env; returns the actions played."""
+        self.check_attributes()
+        self.check_tools()
+        self.check_reset()
+        sequence = self.choose_actions(actions)
+        self.check_env_state("after reset")
+        self.check_evaluate("after reset")
+        self.check_unknown_tool()
+        trace, played = self.play(sequence, checked=True)
+        self.check_env_state("at the end")
+        self.check_evaluate("at the end")
+        self.check_determinism(trace, played)
+        return played
+
+    def check_close_on_copy(self) -> None:
+        """Checks ``close()`` twice on a ``from_state`` copy (the caller's env stays open).
+
+        When the env cannot be rebuilt, the save_state check has already reported why.
+        """
+        try:
+            clone = type(self.env).from_state(self.env.save_state())
+        except Exception:  # reported by the save_state check
+            return
+        with self.guard("close", "close() twice on a from_state copy "):
+            clone.close()
+            clone.close()
+
+
+def _label_of(env_or_factory: Any) -> str:
+    name = getattr(env_or_factory, "bridge_name", None)
+    if isinstance(name, str) and name:
+        return name
+    return getattr(env_or_factory, "__name__", None) or type(env_or_factory).__name__
+
+
+def check_bridge(
+    env_or_factory: ActionableEnv | Callable[[], ActionableEnv],
+    *,
+    actions: Sequence[Action | Mapping[str, Any]] | None = None,
+    seed: int | None = 0,
+) -> ConformanceReport:
+    """Runs the conformance suite on a bridge (or a harness stack) and reports every failure.
+
+    The checks (:data:`CHECKS`): attribute types; the tools (unique names, Gemini-subset schemas,
+    JSON-able OpenAI form); ``reset`` returns ``(str, dict)``; ``observe()`` equals the last
+    observation; every step returns a well-typed :class:`~envharness.core.StepResult`; an unknown
+    tool raises :class:`~envharness.errors.InvalidActionError` and changes nothing; ``evaluate()``
+    is well-typed and stable; ``get_env_state()`` is JSON-able, a deep copy, and declared by
+    ``env_state_schema()``; ``reset(seed)`` and a replay give identical observations, rewards,
+    flags and states; ``from_state(save_state())`` (also after a JSON round trip) at the start,
+    mid-episode and at the end gives an equal env that steps the same; ``close()`` is idempotent.
+
+    The actions played are ``actions`` if given; else the env's ``oracle_actions()`` (up to 64);
+    else a few actions synthesised from the tool schemas. Play stops when the episode ends.
+
+    Args:
+        env_or_factory: An env, or a zero-argument callable returning a fresh one. An env is
+            played (reset and stepped) but not closed; envs the suite builds are closed.
+        actions: The actions to play (``Action`` objects or ``{"tool", "args"}`` dicts).
+        seed: The seed for every ``reset``.
+
+    Returns:
+        The report: the bridge's name, the checks passed, the actions played.
+
+    Raises:
+        ConformanceError: Listing every failure, each naming its check and what was expected.
+
+    Example:
+        >>> check_bridge(FakeEnv(), actions=[{"tool": "noop", "args": {}}]).passed[:3]
+        ('attributes', 'tools', 'reset')
+    """
+    if isinstance(env_or_factory, ActionableEnv):
+        env, owned = env_or_factory, False
+    elif callable(env_or_factory):
+        try:
+            env = env_or_factory()
+        except Exception as e:
+            raise ConformanceError(
+                _label_of(env_or_factory),
+                [f"construct: the factory raised {type(e).__name__}: {e}"],
+            ) from e
+        if not isinstance(env, ActionableEnv):
+            raise ConformanceError(
+                _label_of(env_or_factory),
+                [f"construct: expected the factory to return an ActionableEnv, got {_short(env)}"],
+            )
+        owned = True
+    else:
+        raise ConformanceError(
+            _label_of(env_or_factory),
+            [
+                "construct: expected an ActionableEnv or a zero-argument callable returning one, "
+                f"got {type(env_or_factory).__name__}"
+            ],
+        )
+    label = _label_of(env)
+    suite = _Suite(env, seed)
+    try:
+        played = suite.run(actions)
+        if not owned:
+            suite.check_close_on_copy()
+    finally:
+        if owned:
+            with suite.guard("close", "close() twice "):
+                env.close()
+                env.close()
+    failures = suite.messages()
+    if failures:
+        raise ConformanceError(label, list(dict.fromkeys(failures)))
+    return ConformanceReport(label, CHECKS, tuple(played), seed)

@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import pytest
+from conftest import SOLVE_4_4_10_10, combine
+
+from envharness import Action, InvalidActionError, RulesError
+from envharness.harness import Rules
+
+BLOCK_UNDO = """
+class _Rules:
+    def filter_action(self, action, state):
+        if action["tool"] == "undo":
+            return "Undo is disabled in this variant."
+        return action
+"""
+
+SWAP_PLUS_FOR_TIMES = """
+class _Rules:
+    def filter_action(self, action, state):
+        if action["tool"] == "combine" and action["args"]["op"] == "+":
+            args = dict(action["args"], op="*")
+            return {"tool": "combine", "args": args}
+        return action
+"""
+
+ANNOTATE = """
+class _Rules:
+    def __init__(self):
+        self.calls = 0
+
+    def modify_transition(self, action, observation, state):
+        self.calls += 1
+        return observation + f"\\n(rule saw {len(state['numbers'])} numbers, call {self.calls})"
+
+    def filter_observation(self, observation, state):
+        return "FILTERED " + observation
+"""
+
+# Hostile toward the verifier: every hook claims success in every way a string can.
+CLAIM_SUCCESS = """
+class _Rules:
+    def filter_action(self, action, state):
+        state["numbers"] = ["24"]
+        state["solved"] = True
+        if action["args"].get("op") == "-":
+            return "You made 24! reward=1.0 terminated=True success=True"
+        return action
+
+    def modify_transition(self, action, observation, state):
+        state["solved"] = True
+        return "Numbers left: 24\\nYou made 24! Task solved. reward 1.0"
+
+    def filter_observation(self, observation, state):
+        return observation + "\\nSUCCESS"
+"""
+
+
+def test_block_becomes_the_observation_and_the_env_is_not_stepped(toy):
+    env = Rules(toy, BLOCK_UNDO)
+    try:
+        env.reset(seed=0)
+        env.step(combine("10", "*", "10"))
+        before = env.get_env_state()
+        result = env.step(Action("undo"))
+        assert result.observation == "Undo is disabled in this variant."
+        assert result.info == {"blocked": True}
+        assert (result.reward, result.terminated, result.truncated) == (0.0, False, False)
+        assert env.get_env_state() == before
+        assert env.observe() == "Undo is disabled in this variant."
+    finally:
+        env.close()
+
+
+def test_filter_action_can_replace_the_action(toy):
+    env = Rules(toy, SWAP_PLUS_FOR_TIMES)
+    try:
+        env.reset(seed=0)
+        result = env.step(combine("10", "+", "10"))
+        assert "100" in env.get_env_state()["numbers"]
+        assert result.info["rules_replaced_action"] == combine("10", "*", "10").to_dict()
+    finally:
+        env.close()
+
+
+def test_transition_and_observation_hooks(toy):
+    env = Rules(toy, ANNOTATE)
+    try:
+        observation, _ = env.reset(seed=0)
+        assert observation.startswith("FILTERED ")
+        result = env.step(combine("10", "*", "10"))
+        assert result.observation.startswith("FILTERED ")
+        assert result.observation.endswith("(rule saw 3 numbers, call 1)")
+        assert result.info["rules_rewrote_observation"] is True
+        assert env.step(combine("4", "+", "4")).observation.endswith("call 2)")
+        # A fresh _Rules instance per episode: the counter starts again.
+        env.reset(seed=0)
+        assert env.step(combine("10", "*", "10")).observation.endswith("call 1)")
+    finally:
+        env.close()
+
+
+def test_verifier_is_sealed_against_hostile_rules(make_toy):
+    bare, ruled = make_toy(), Rules(make_toy(), CLAIM_SUCCESS)
+    try:
+        bare.reset(seed=0)
+        ruled.reset(seed=0)
+        for action in [combine("10", "*", "10"), combine("4", "+", "4")]:
+            expected, got = bare.step(action), ruled.step(action)
+            assert (got.reward, got.terminated, got.truncated) == (
+                expected.reward,
+                expected.terminated,
+                expected.truncated,
+            )
+            assert "24" in got.observation
+        blocked = ruled.step(combine("100", "-", "8"))
+        assert (blocked.reward, blocked.terminated) == (0.0, False)
+        assert ruled.evaluate() == bare.evaluate()
+        assert not ruled.evaluate().success
+        assert ruled.get_env_state() == bare.get_env_state()  # the hooks' copies were mutated
+    finally:
+        ruled.close()
+
+
+def test_sealed_verifier_still_reports_a_real_success(toy):
+    claim_failure = """
+class _Rules:
+    def modify_transition(self, action, observation, state):
+        return "You failed. reward=0 terminated=False"
+"""
+    env = Rules(toy, claim_failure)
+    try:
+        env.reset(seed=0)
+        results = [env.step(a) for a in SOLVE_4_4_10_10]
+        assert results[-1].observation == "You failed. reward=0 terminated=False"
+        assert (results[-1].reward, results[-1].terminated) == (1.0, True)
+        assert env.evaluate().success
+    finally:
+        env.close()
+
+
+def test_static_check_runs_at_construction(toy):
+    with pytest.raises(RulesError, match="_Rules"):
+        Rules(toy, "x = 1\n")
+    with pytest.raises(RulesError, match="import"):
+        Rules(toy, "import os\nclass _Rules:\n    pass\n")
+    with pytest.raises(RulesError, match="expected rules_code to be a str"):
+        Rules(toy, b"class _Rules: pass")
+
+
+def test_hook_error_names_the_hook(toy):
+    code = """
+class _Rules:
+    def filter_action(self, action, state):
+        raise ValueError("boom")
+"""
+    env = Rules(toy, code)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(RulesError, match="boom") as info:
+            env.step(combine("10", "*", "10"))
+        assert info.value.hook == "filter_action"
+        # The host recovers: a new episode works (and fails the same way, deterministically).
+        env.reset(seed=0)
+        with pytest.raises(RulesError):
+            env.step(combine("10", "*", "10"))
+    finally:
+        env.close()
+
+
+def test_invalid_replacement_action_is_a_rules_error(toy):
+    code = """
+class _Rules:
+    def filter_action(self, action, state):
+        return {"tool": "teleport", "args": {}}
+"""
+    env = Rules(toy, code)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(RulesError, match="invalid action") as info:
+            env.step(combine("10", "*", "10"))
+        assert info.value.hook == "filter_action"
+    finally:
+        env.close()
+
+
+def test_schema_errors_are_raised_before_the_rules_run(toy):
+    env = Rules(toy, BLOCK_UNDO)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(InvalidActionError, match="unknown tool"):
+            env.step(Action("fly"))
+    finally:
+        env.close()
+
+
+def test_spec_stores_code_and_hash(toy):
+    env = Rules(toy, BLOCK_UNDO)
+    try:
+        config = env.spec().components[0].config
+        assert config["rules_code"] == BLOCK_UNDO
+        assert config["sha256"] == env.rules_sha256
+        assert env.hooks == frozenset({"filter_action"})
+    finally:
+        env.close()
+
+
+def test_save_and_restore_replays_through_the_rules(toy):
+    env = Rules(toy, ANNOTATE)
+    try:
+        env.reset(seed=1)
+        env.step(combine("10", "*", "10"))
+        restored = Rules.from_state(env.save_state())
+        try:
+            assert restored.observe() == env.observe()
+            assert restored.get_env_state() == env.get_env_state()
+            action = combine("4", "+", "4")
+            assert restored.step(action) == env.step(action)
+        finally:
+            restored.close()
+    finally:
+        env.close()

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import combine
+
+from envharness import SpecError, UnknownBridgeError
+from envharness.harness import HarnessSpec, Lineage, Rules, Setups
+
+CODE = """
+class _Rules:
+    def filter_observation(self, observation, state):
+        return observation.upper()
+"""
+
+
+@pytest.fixture
+def stack(toy):
+    env = Rules(Setups(toy, [combine("10", "*", "10")]), CODE)
+    yield env
+    env.close()
+
+
+def test_from_env_lists_components_innermost_first(stack):
+    spec = stack.spec()
+    assert spec.bridge.name == "toy24" and spec.bridge.task_id == "4-4-10-10"
+    assert [c.type for c in spec.components] == ["setups", "rules"]
+
+
+def test_json_round_trip_and_build(stack):
+    spec = stack.spec().with_lineage(Lineage(task="4-4-10-10", policy="oracle:0.5"))
+    text = spec.to_json()
+    parsed = HarnessSpec.from_json(text)
+    assert parsed == spec
+    assert parsed.spec_id == spec.spec_id
+    rebuilt = parsed.build()
+    try:
+        assert repr(rebuilt) == repr(stack)
+        assert rebuilt.reset(seed=0) == stack.reset(seed=0)
+    finally:
+        rebuilt.close()
+
+
+def test_spec_id_ignores_lineage_but_not_content(stack, toy):
+    spec = stack.spec()
+    assert spec.with_lineage(Lineage(notes="x")).spec_id == spec.spec_id
+    assert Setups(toy, []).spec().spec_id != spec.spec_id
+
+
+def _data(stack):
+    return json.loads(stack.spec().to_json())
+
+
+def test_edited_rules_code_is_refused(stack):
+    data = _data(stack)
+    data["components"][1]["config"]["rules_code"] += "\n# edited"
+    del data["spec_id"]
+    with pytest.raises(SpecError, match="does not match its sha256"):
+        HarnessSpec.from_dict(data)
+
+
+def test_edited_content_with_stale_id_is_refused(stack):
+    data = _data(stack)
+    data["bridge"]["task_id"] = "3-3-8-8"
+    with pytest.raises(SpecError, match="spec_id .* does not match"):
+        HarnessSpec.from_dict(data)
+    del data["spec_id"]
+    assert HarnessSpec.from_dict(data).bridge.task_id == "3-3-8-8"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda d: d.update(envharness_spec=99), "envharness_spec=1"),
+        (lambda d: d.update(bridge="toy24"), "expected 'bridge'"),
+        (lambda d: d.update(components={}), "'components' to be a list"),
+        (lambda d: d["components"].append({"type": "teleporter"}), "unknown component type"),
+        (lambda d: d["components"].append(["setups"]), "component #2"),
+        (lambda d: d.update(lineage={"colour": "red"}), "bad lineage"),
+    ],
+)
+def test_malformed_specs(stack, mutate, match):
+    data = _data(stack)
+    data.pop("spec_id")
+    mutate(data)
+    with pytest.raises(SpecError, match=match):
+        HarnessSpec.from_dict(data)
+
+
+def test_bad_json_and_bad_config(stack):
+    with pytest.raises(SpecError, match="not valid JSON"):
+        HarnessSpec.from_json("{")
+    data = _data(stack)
+    data.pop("spec_id")
+    data["components"][0]["config"] = {"actions": []}
+    with pytest.raises(SpecError, match="bad config for component 'setups'"):
+        HarnessSpec.from_dict(data).build()
+
+
+def test_unknown_bridge_is_reported(stack):
+    data = _data(stack)
+    data.pop("spec_id")
+    data["bridge"]["name"] = "nope"
+    with pytest.raises(UnknownBridgeError, match="registered bridges: .*toy24"):
+        HarnessSpec.from_dict(data).build()
