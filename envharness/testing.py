@@ -309,7 +309,7 @@ CHECKS: tuple[str, ...] = (
     "save_state",
     "close",
 )
-"""The names of the conformance checks, in the order :func:`check_bridge` runs them."""
+"""The names of the conformance checks; failures are listed in this order."""
 
 _MAX_ORACLE_ACTIONS = 64
 _SYNTHETIC_ACTIONS = 4
@@ -347,6 +347,10 @@ class ConformanceReport:
             f"bridge {self.bridge!r} passed {len(self.passed)} conformance checks "
             f"({', '.join(self.passed)}) playing: {played}"
         )
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -496,11 +500,7 @@ class _Suite:
             self.fail(
                 "step", f"{where}: expected a str observation, got {type(observation).__name__}"
             )
-        if (
-            isinstance(reward, bool)
-            or not isinstance(reward, int | float)
-            or not math.isfinite(reward)
-        ):
+        if not _is_finite_number(reward):
             self.fail("step", f"{where}: expected a finite float reward, got {_short(reward)}")
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not isinstance(flag, bool):
@@ -551,11 +551,7 @@ class _Suite:
                     "evaluate", f"{where}: expected a bool success, got {_short(first.success)}"
                 )
             score = first.score
-            if (
-                isinstance(score, bool)
-                or not isinstance(score, int | float)
-                or not math.isfinite(score)
-            ):
+            if not _is_finite_number(score):
                 self.fail(
                     "evaluate", f"{where}: expected a finite float score, got {_short(score)}"
                 )
@@ -588,6 +584,8 @@ class _Suite:
                 self.fail(
                     "env_state", f"{where}: expected get_env_state() to be JSON-able, got {e}"
                 )
+        with self.guard("env_state_schema", f"{where}: "):
+            self.check_schema(self.env.env_state_schema(), self.env.get_env_state(), where)
         with self.guard("env_state_copy", f"{where}: "):
             first = self.env.get_env_state()
             snapshot = copy.deepcopy(first)
@@ -599,8 +597,6 @@ class _Suite:
                     f"{where}: expected get_env_state() to return a fresh copy, but mutating it "
                     f"changed the next call: {_short(snapshot)} -> {_short(again)}",
                 )
-        with self.guard("env_state_schema", f"{where}: "):
-            self.check_schema(self.env.env_state_schema(), self.env.get_env_state(), where)
 
     def check_schema(self, schema: Any, state: Any, where: str) -> None:
         if not isinstance(schema, dict) or schema.get("type") != "object":
@@ -631,6 +627,8 @@ class _Suite:
             kinds = [kinds] if isinstance(kinds, str) else kinds
             if not isinstance(kinds, list) or not all(k in _JSON_TYPE_CHECKS for k in kinds):
                 continue
+            if declared.get("nullable") is True:  # the OpenAPI/Gemini spelling of "or null"
+                kinds = [*kinds, "null"]
             if not any(_JSON_TYPE_CHECKS[k](value) for k in kinds):
                 self.fail(
                     "env_state_schema",
@@ -708,8 +706,9 @@ class _Suite:
                 clone.close()
 
     def safe_state(self) -> Any:
+        """A snapshot of the state for a trace (a deep copy, in case the env hands out its own)."""
         try:
-            return self.env.get_env_state()
+            return copy.deepcopy(self.env.get_env_state())
         except Exception as e:  # reported by the env_state check; here it is part of the trace
             return ("raised", type(e).__name__, str(e))
 

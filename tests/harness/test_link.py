@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import SOLVE_4_4_10_10, combine
-from envharness.testing import FakeEnv
 
 from envharness import Action, BridgeError, SpecError, ToolSpec
 from envharness.harness import HandoverCondition, Link
+from envharness.testing import FakeEnv
 
 SOLVE_3_3_8_8 = [combine("8", "/", "3"), combine("3", "-", "8/3"), combine("8", "/", "1/3")]
 

@@ -1,0 +1,447 @@
+"""The sandbox worker: a lean template process that forks one contained child per episode.
+
+The host starts this file as a script (see :mod:`envharness.sandbox.template`) with one argument,
+the fd of its end of a ``SOCK_SEQPACKET`` control socket. It imports nothing from envharness: it
+loads its siblings ``policy.py``, ``protocol.py`` and ``kernel.py`` by file path.
+
+Template (runs once per host process):
+    Imports the modules rules code may use, builds the Landlock ruleset and the seccomp filter,
+    freezes the GC (cheaper forks), says hello, then serves JSON requests on the control socket::
+
+        {"op": "spawn"} + fds [request read end, reply write end] -> {"pid": N} + fds [pidfd]
+        {"op": "status", "pid": N}   -> {"status": "exited with code 0" | "killed by SIGSEGV"}
+        {"op": "children"}           -> {"pids": [...]}
+
+    It polls a pidfd per child and reaps each child as soon as it exits (no zombies), and when
+    the host closes the socket it kills its children and exits.
+
+Child (one per episode), in this order:
+    fds: requests on 3, replies on 4, the Landlock ruleset on 5, ``/dev/null`` on 0-2, all others
+    closed; new session; parent-death signal; read the init frame (code, seed, limits);
+    environment reduced to ``PATH``; rlimits; capabilities dropped; ``no_new_privs``; Landlock;
+    seccomp; then the rules code runs with restricted builtins, ``random`` seeded, one ``_Rules()``
+    instance, and the child answers hook requests until end of file on fd 3.
+"""
+
+from __future__ import annotations
+
+import builtins
+import gc
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import types
+from typing import Any
+
+REQUEST_FD = 3
+REPLY_FD = 4
+RULESET_FD = 5
+_INIT_CAP = 1 << 30
+_MESSAGE_LIMIT = 2000
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"_envharness_sandbox_{name}", os.path.join(_HERE, f"{name}.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+policy = _load("policy")
+protocol = _load("protocol")
+kernel = _load("kernel")
+
+
+def _describe(exc: BaseException) -> str:
+    """``"<ExcType>: <message>"``, truncated, robust to a hostile ``__str__``."""
+    try:
+        name = str(type(exc).__name__)
+    except BaseException:
+        name = "Exception"
+    try:
+        text = str(exc)
+    except BaseException:
+        text = "<unprintable>"
+    message = f"{name}: {text}" if text else name
+    return message if len(message) <= _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + "..."
+
+
+def _type_name(value: Any) -> str:
+    try:
+        return str(type(value).__name__)[:100]
+    except BaseException:
+        return "object"
+
+
+# -- the child -------------------------------------------------------------------------------------
+
+
+class _Layers:
+    """What the template prepared for its children."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self.ruleset = -1
+        self.landlock_abi = kernel.landlock_abi()
+        if self.landlock_abi:
+            try:
+                self.ruleset = kernel.landlock_ruleset(_read_paths(), self.landlock_abi)
+            except OSError as e:
+                self.warnings.append(f"Landlock is offered but could not be set up ({e})")
+                self.landlock_abi = 0
+        else:
+            self.warnings.append(
+                "Landlock is not available on this kernel: rules code can read any file this "
+                "user can (writes still fail through RLIMIT_FSIZE=0 only for growing files)"
+            )
+        self.seccomp: Any = None
+        try:
+            self.seccomp = kernel.SeccompFilter()
+        except OSError as e:
+            self.warnings.append(
+                f"seccomp is not available ({e}): rules code is contained only by rlimits, "
+                "Landlock and restricted builtins"
+            )
+        if self.seccomp is not None and self.seccomp.unknown:
+            names = ", ".join(self.seccomp.unknown)
+            self.warnings.append(f"seccomp cannot filter syscalls unknown to libseccomp: {names}")
+
+
+def _read_paths() -> list[str]:
+    paths = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix]
+    paths.append(os.path.dirname(os.__file__))
+    paths.extend(p for p in sys.path if p)
+    return [os.path.realpath(p) for p in paths]
+
+
+def _move_fds(request: int, reply: int, ruleset: int) -> None:
+    import fcntl
+
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (request, reply)]
+    if ruleset >= 0:
+        moved.append(fcntl.fcntl(ruleset, fcntl.F_DUPFD_CLOEXEC, 10))
+    for target, fd in zip((REQUEST_FD, REPLY_FD, RULESET_FD), moved, strict=False):
+        os.dup2(fd, target, inheritable=False)
+    os.closerange(REQUEST_FD + len(moved), 1 << 20)
+    null = os.open("/dev/null", os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(null, target)
+    os.close(null)
+
+
+def _lock_down(init: dict[str, Any], layers: _Layers) -> dict[str, Any]:
+    """Applies every layer in order; returns what is measurably in force."""
+    path = os.environ.get("PATH", os.defpath)
+    os.environ.clear()
+    os.environ["PATH"] = path
+    limits = init["limits"]
+    kernel.apply_rlimits(
+        limits["episode_cpu_seconds"], limits["memory_headroom_mb"], limits["max_open_files"]
+    )
+    warnings: list[str] = []
+    try:
+        kernel.drop_capabilities()
+    except OSError as e:
+        warnings.append(f"could not drop capabilities ({e})")
+    kernel.set_parent_death_signal(signal.SIGKILL)  # credential changes may clear it
+    kernel.set_no_new_privs()
+    no_new_privs = kernel.no_new_privs()  # measured before seccomp denies prctl
+    if layers.ruleset >= 0:
+        kernel.landlock_restrict(RULESET_FD)
+        os.close(RULESET_FD)
+    if layers.seccomp is not None:
+        layers.seccomp.load()
+    return {
+        "seccomp": layers.seccomp is not None and layers.seccomp.active(),
+        "landlock_abi": layers.landlock_abi if kernel.landlock_blocks_root() else 0,
+        "no_new_privs": no_new_privs,
+        "capabilities_dropped": kernel.capabilities_empty(),
+        "warnings": warnings,
+    }
+
+
+def _safe_import(allowed: frozenset[str]) -> Any:
+    real_import = builtins.__import__
+    listing = ", ".join(sorted(allowed))
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level:
+            raise ImportError("relative imports are not allowed in rules code")
+        if name.partition(".")[0] not in allowed:
+            raise ImportError(
+                f"import of {name!r} is not allowed in rules code; allowed: {listing}"
+            )
+        return real_import(name, globals, locals, fromlist, level)
+
+    return guarded_import
+
+
+def _restricted_builtins() -> dict[str, Any]:
+    table = {k: v for k, v in vars(builtins).items() if k not in policy.REMOVED_BUILTINS}
+    table["__import__"] = _safe_import(policy.ALLOWED_IMPORTS)
+    return table
+
+
+def _load_rules(init: dict[str, Any]) -> Any:
+    import random
+
+    random.seed(init["seed"])
+    module = types.ModuleType("_rules")
+    module.__dict__["__builtins__"] = vars(builtins) if init["trusted"] else _restricted_builtins()
+    sys.modules["_rules"] = module
+    exec(compile(init["code"], "<rules>", "exec", dont_inherit=True), module.__dict__)
+    cls = module.__dict__.get("_Rules")
+    if not isinstance(cls, type):
+        raise TypeError("the code defines no class _Rules")
+    return cls()
+
+
+class _BadReturn(Exception):
+    def __init__(self, hook: str, value: Any, expected: str) -> None:
+        self.reply = {"returned": _type_name(value), "hook": hook, "detail": expected}
+
+
+class _Raised(Exception):
+    def __init__(self, hook: str, exc: BaseException) -> None:
+        self.reply = {"raised": _describe(exc), "hook": hook}
+
+
+def _call(hook: Any, name: str, *args: Any) -> Any:
+    try:
+        return hook(*args)
+    except BaseException as e:
+        raise _Raised(name, e) from None
+
+
+def _after_step(rules: Any, hooks: frozenset[str], action: Any, obs: Any, state: Any) -> Any:
+    if "modify_transition" in hooks:
+        obs = _call(rules.modify_transition, "modify_transition", action, obs, state)
+        if type(obs) is not str and "filter_observation" in hooks:
+            raise _BadReturn("modify_transition", obs, "a str")
+    if "filter_observation" in hooks:
+        obs = _call(rules.filter_observation, "filter_observation", obs, state)
+    return obs
+
+
+def _answer(rules: Any, hooks: frozenset[str], request: Any, seq: int, cap: int) -> bytes:
+    op, args = request["op"], request["args"]
+    last = op  # the hook whose value is returned, named when that value cannot be sent
+    if op == "after_step":
+        last = "filter_observation" if "filter_observation" in hooks else "modify_transition"
+    try:
+        if op == "filter_action":
+            value = _call(rules.filter_action, op, *args)
+        elif op == "filter_observation":
+            value = _call(rules.filter_observation, op, *args)
+        else:
+            value = _after_step(rules, hooks, *args)
+        reply: dict[str, Any] = {"ok": value}
+    except (_Raised, _BadReturn) as e:
+        reply = e.reply
+        value = None
+    if type(value) is str and len(value) > cap:  # its JSON is longer still: skip encoding it
+        reply = {"too_big": len(value), "hook": last, "returned": "str"}
+    try:
+        data = protocol.encode(reply, seq)
+    except BaseException as e:
+        detail = f"not JSON-serializable ({_describe(e)})"
+        data = protocol.encode({"returned": _type_name(value), "hook": last, "detail": detail}, seq)
+    if len(data) - protocol.HEADER.size > cap:
+        data = protocol.encode(
+            {"too_big": len(data) - protocol.HEADER.size, "hook": last, "returned": "value"}, seq
+        )
+    return data
+
+
+def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) -> None:
+    _move_fds(request, reply, layers.ruleset)
+    os.setsid()
+    kernel.set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != template_pid:
+        return
+    requests = protocol.BlockingReader(REQUEST_FD, _INIT_CAP)
+    frame = requests.read()
+    if frame is None:
+        return
+    _, init = frame
+    cap = requests.cap = init["limits"]["max_message_bytes"]
+    try:
+        protections = _lock_down(init, layers)
+    except BaseException as e:
+        fail = {"setup_failed": _describe(e)}
+        protocol.write_all_blocking(REPLY_FD, protocol.encode(fail, 0))
+        return
+    try:
+        rules = _load_rules(init)
+        hooks = frozenset(h for h in policy.HOOKS if callable(getattr(rules, h, None)))
+    except BaseException as e:
+        protocol.write_all_blocking(REPLY_FD, protocol.encode({"load_failed": _describe(e)}, 0))
+        return
+    ready = {"ready": {"hooks": sorted(hooks), "protections": protections}}
+    protocol.write_all_blocking(REPLY_FD, protocol.encode(ready, 0))
+    while True:
+        frame = requests.read()
+        if frame is None:
+            return
+        seq, request = frame
+        protocol.write_all_blocking(REPLY_FD, _answer(rules, hooks, request, seq, cap))
+
+
+def _run_child(request: int, reply: int, template_pid: int, layers: _Layers) -> None:
+    """Never returns: whatever happens, the forked child ends here."""
+    code = 0
+    try:
+        _child_main(request, reply, template_pid, layers)
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+# -- the template ----------------------------------------------------------------------------------
+
+
+def _status_text(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+class _Template:
+    """Serves spawn requests and reaps children."""
+
+    _KEEP_EXITED = 512
+
+    def __init__(self, ctrl: socket.socket, layers: _Layers) -> None:
+        self.ctrl = ctrl
+        self.layers = layers
+        self.pid = os.getpid()
+        self.children: dict[int, int] = {}  # pidfd -> pid
+        self.exited: dict[int, str] = {}  # pid -> status text, until the host asks
+        self.poller = select.poll()
+        self.poller.register(ctrl.fileno(), select.POLLIN)
+
+    def serve(self) -> None:
+        ctrl_fd = self.ctrl.fileno()
+        while True:
+            for fd, _ in self.poller.poll():
+                if fd != ctrl_fd:
+                    self._reap(fd)
+                elif not self._handle():
+                    return
+
+    def _send(self, reply: dict[str, Any], fds: list[int] | None = None) -> None:
+        data = json.dumps(reply).encode()
+        if fds:
+            socket.send_fds(self.ctrl, [data], fds)
+        else:
+            self.ctrl.send(data)
+
+    def _handle(self) -> bool:
+        try:
+            data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 4)
+        except OSError:
+            return False
+        if not data:
+            return False
+        request = json.loads(data)
+        op = request.get("op")
+        try:
+            if op == "spawn" and len(fds) == 2:
+                self._spawn(*fds)
+            elif op == "status":
+                self._send({"status": self._status(int(request["pid"]))})
+            elif op == "children":
+                self._send({"pids": sorted(self.children.values())})
+            else:
+                self._send({"error": f"bad request {request!r}"})
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return True
+
+    def _spawn(self, request: int, reply: int) -> None:
+        pid = os.fork()
+        if pid == 0:
+            _run_child(request, reply, self.pid, self.layers)
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = pid
+        self.poller.register(pidfd, select.POLLIN)
+        try:
+            self._send({"pid": pid}, [pidfd])
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
+
+    def _reap(self, pidfd: int) -> None:
+        pid = self.children.pop(pidfd)
+        self.poller.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        self.exited[pid] = _status_text(status)
+        while len(self.exited) > self._KEEP_EXITED:
+            del self.exited[next(iter(self.exited))]
+
+    def _status(self, pid: int) -> str:
+        for pidfd, child in list(self.children.items()):
+            if child == pid:
+                waiter = select.poll()
+                waiter.register(pidfd, select.POLLIN)
+                if not waiter.poll(2000):
+                    return "still running"
+                self._reap(pidfd)
+        return self.exited.pop(pid, "unknown")
+
+    def shutdown(self) -> None:
+        for pidfd in list(self.children):
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            self._reap(pidfd)
+
+
+def main(argv: list[str]) -> int:
+    """Runs the template until the host closes the control socket."""
+    ctrl = socket.socket(fileno=int(argv[1]))
+    try:
+        for name in sorted(policy.ALLOWED_IMPORTS):
+            __import__(name)
+        __import__("collections.abc")
+        layers = _Layers()
+        gc.collect()
+        gc.freeze()
+        hello = {
+            "pid": os.getpid(),
+            "landlock_abi": layers.landlock_abi,
+            "seccomp": layers.seccomp is not None,
+            "warnings": layers.warnings,
+        }
+        ctrl.send(json.dumps({"hello": hello}).encode())
+    except BaseException as e:
+        ctrl.send(json.dumps({"fatal": _describe(e)}).encode())
+        return 1
+    template = _Template(ctrl, layers)
+    try:
+        template.serve()
+    finally:
+        template.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

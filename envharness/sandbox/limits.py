@@ -1,0 +1,63 @@
+"""``SandboxLimits``: the time, CPU, memory, message and file limits of one sandboxed episode."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from envharness.errors import RulesError
+
+__all__ = ["SandboxLimits"]
+
+_MAX_FRAME = 0xFFFFFFFF  # the frame header stores the length in 32 bits
+_MIN_OPEN_FILES = 8  # stdin/stdout/stderr, the two pipes, the Landlock ruleset, a few imports
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits applied to every sandboxed episode; the defaults are safe for rules code.
+
+    Attributes:
+        call_timeout: Wall-clock seconds one hook call may take; on expiry the child is killed.
+            Loading the code gets this plus a fixed allowance for starting the process.
+        episode_cpu_seconds: ``RLIMIT_CPU`` of one episode's child, across all its calls
+            (SIGXCPU at this limit, SIGKILL one second later).
+        memory_headroom_mb: ``RLIMIT_AS`` is the child's virtual size at start plus this.
+        max_message_bytes: The largest message either way (request, reply, and the code itself),
+            checked from the frame header before the body is read.
+        max_open_files: ``RLIMIT_NOFILE`` of the child.
+
+    Example:
+        >>> SandboxLimits(call_timeout=0.5).episode_cpu_seconds
+        10
+    """
+
+    call_timeout: float = 1.0
+    episode_cpu_seconds: int = 10
+    memory_headroom_mb: int = 256
+    max_message_bytes: int = 4 << 20
+    max_open_files: int = 16
+
+    def __post_init__(self) -> None:
+        timeout = self.call_timeout
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise RulesError(
+                f"invalid SandboxLimits: expected call_timeout to be a positive finite number of "
+                f"seconds, got {timeout!r}"
+            )
+        _check_int("episode_cpu_seconds", self.episode_cpu_seconds, 1, 86_400)
+        _check_int("memory_headroom_mb", self.memory_headroom_mb, 16, 1 << 20)
+        _check_int("max_message_bytes", self.max_message_bytes, 1024, _MAX_FRAME)
+        _check_int("max_open_files", self.max_open_files, _MIN_OPEN_FILES, 1 << 20)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RulesError(
+            f"invalid SandboxLimits: expected {name} to be an int in [{low}, {high}], got {value!r}"
+        )

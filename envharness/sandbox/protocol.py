@@ -1,0 +1,300 @@
+"""Framing of the messages between the host and a sandbox child, both ways.
+
+A frame is an 8-byte header, ``struct.pack(">II", length, seq)``, then ``length`` bytes of UTF-8
+JSON. The reader checks ``length`` against its cap from the header, before reading the body, and
+the host checks that every reply echoes its request's ``seq``. JSON is written with
+``allow_nan=False`` and read with NaN, Infinity and overflowing floats rejected, so a value that
+crosses the boundary is plain JSON and nothing else (never pickle).
+
+The host side reads and writes with a deadline (``select.poll`` on non-blocking fds); the child
+side blocks. This module is shared with the sandbox worker, which loads it by file path under
+``python -I -S``: it must import nothing from envharness.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import time
+from typing import Any
+
+__all__ = [
+    "HEADER",
+    "BadFrame",
+    "ChannelClosed",
+    "FrameError",
+    "FrameTimeout",
+    "FrameTooLarge",
+    "decode",
+    "encode",
+    "read_frame",
+    "BlockingReader",
+    "write_all_blocking",
+    "write_frame",
+]
+
+HEADER = struct.Struct(">II")
+"""The frame header: body length and sequence number, big-endian unsigned 32-bit each."""
+
+_CHUNK = 1 << 16
+
+
+class FrameError(Exception):
+    """Raised when a frame cannot be exchanged or breaks the protocol."""
+
+
+class ChannelClosed(FrameError):
+    """Raised when the other side closed its end (EOF, broken pipe) mid-exchange."""
+
+
+class FrameTimeout(FrameError):
+    """Raised when the deadline passes before a whole frame was exchanged."""
+
+
+class FrameTooLarge(FrameError):
+    """Raised when a header announces a body over the cap (the body is never read)."""
+
+    def __init__(self, length: int, cap: int) -> None:
+        self.length = length
+        self.cap = cap
+        super().__init__(f"a frame of {length} bytes exceeds the cap of {cap} bytes")
+
+
+class BadFrame(FrameError):
+    """Raised for a wrong sequence number, a body that is not strict JSON, or stray bytes."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"float {text} overflows")
+    return value
+
+
+def _reject_object(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_scan = _DECODER.scan_once
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:  # the C encoder, built once: no per-call set-up
+    _iterencode = _c_make_encoder(
+        None,  # no circular-reference markers: a cycle ends in RecursionError instead
+        _reject_object,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        False,
+        False,
+        False,  # allow_nan
+    )
+else:  # pragma: no cover - CPython always has the C encoder
+    _iterencode = json.JSONEncoder(allow_nan=False, separators=(",", ":")).iterencode
+
+
+def encode(obj: Any, seq: int) -> bytes:
+    """Encodes one frame.
+
+    Args:
+        obj: A JSON-serializable value (no NaN or infinity).
+        seq: The sequence number, ``0 <= seq < 2**32``.
+
+    Returns:
+        The header followed by the body.
+
+    Raises:
+        TypeError: ``obj`` holds a value JSON cannot represent.
+        ValueError: ``obj`` holds NaN or infinity.
+        RecursionError: ``obj`` is nested too deeply or contains itself.
+    """
+    body = "".join(_iterencode(obj, 0)).encode()
+    return HEADER.pack(len(body), seq) + body
+
+
+def decode(body: bytes | bytearray | memoryview) -> Any:
+    """Decodes a frame body.
+
+    Raises:
+        BadFrame: The body is not UTF-8, not strict JSON, or nested too deeply.
+    """
+    try:
+        text = str(body, "utf-8")
+        value, end = _scan(text, 0)
+    except StopIteration as e:
+        raise BadFrame(f"the body is not strict JSON (no value at offset {e.value})") from None
+    except (ValueError, RecursionError) as e:
+        raise BadFrame(f"the body is not strict JSON ({str(e)[:200]})") from None
+    if end != len(text):
+        raise BadFrame("the body is not strict JSON (extra data after the value)")
+    return value
+
+
+# -- host side: non-blocking fds, one deadline per exchange ---------------------------------------
+
+
+def _wait(poller: Any, deadline: float) -> None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+        if time.monotonic() >= deadline:
+            raise FrameTimeout("the deadline passed")
+
+
+def write_frame(fd: int, data: bytes, poller: Any, deadline: float) -> None:
+    """Writes a whole frame to a non-blocking fd before ``deadline`` (``time.monotonic``).
+
+    Args:
+        fd: The write end of a pipe, in non-blocking mode.
+        data: The encoded frame.
+        poller: A ``select.poll`` object with ``fd`` registered for ``POLLOUT``.
+        deadline: The ``time.monotonic()`` value by which the frame must be written.
+
+    Raises:
+        ChannelClosed: The reader is gone.
+        FrameTimeout: The reader did not take the frame in time.
+    """
+    try:
+        done = os.write(fd, data)
+    except BlockingIOError:
+        done = 0
+    except OSError as e:
+        raise ChannelClosed(f"cannot write ({e.strerror})") from None
+    if done == len(data):
+        return
+    view = memoryview(data)
+    while done < len(data):
+        _wait(poller, deadline)
+        try:
+            done += os.write(fd, view[done:])
+        except BlockingIOError:
+            continue
+        except OSError as e:
+            raise ChannelClosed(f"cannot write ({e.strerror})") from None
+
+
+def _read_some(fd: int, poller: Any, deadline: float) -> bytes:
+    while True:
+        _wait(poller, deadline)
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            continue
+        except OSError as e:
+            raise ChannelClosed(f"cannot read ({e.strerror})") from None
+        if not chunk:
+            raise ChannelClosed("end of file")
+        return chunk
+
+
+def read_frame(fd: int, poller: Any, deadline: float, cap: int, seq: int) -> memoryview | bytes:
+    """Reads exactly one frame from a non-blocking fd and returns its body.
+
+    Args:
+        fd: The read end of a pipe, in non-blocking mode.
+        poller: A ``select.poll`` object with ``fd`` registered for ``POLLIN``.
+        deadline: The ``time.monotonic()`` value by which the frame must have arrived.
+        cap: The largest body accepted, checked from the header before the body is read.
+        seq: The sequence number the frame must carry.
+
+    Raises:
+        ChannelClosed: End of file before a whole frame.
+        FrameTimeout: The frame did not arrive in time.
+        FrameTooLarge: The header announces more than ``cap`` bytes.
+        BadFrame: Wrong sequence number, or bytes beyond the frame.
+    """
+    data = _read_some(fd, poller, deadline)
+    while len(data) < HEADER.size:
+        data += _read_some(fd, poller, deadline)
+    length, got = HEADER.unpack_from(data)
+    if length > cap:
+        raise FrameTooLarge(length, cap)
+    if got != seq:
+        raise BadFrame(f"the reply carries seq {got}, expected {seq}")
+    total = HEADER.size + length
+    if len(data) == total:
+        return memoryview(data)[HEADER.size :]
+    if len(data) > total:
+        raise BadFrame(f"{len(data) - total} unexpected bytes after the reply")
+    buf = bytearray(total)
+    buf[: len(data)] = data
+    view = memoryview(buf)
+    have = len(data)
+    while have < total:
+        _wait(poller, deadline)
+        try:
+            n = os.readv(fd, [view[have:]])
+        except BlockingIOError:
+            continue
+        except OSError as e:
+            raise ChannelClosed(f"cannot read ({e.strerror})") from None
+        if n == 0:
+            raise ChannelClosed(f"end of file after {have} of {total} bytes")
+        have += n
+    return view[HEADER.size :]
+
+
+# -- child side: blocking fds ----------------------------------------------------------------------
+
+
+class BlockingReader:
+    """Reads frames from a blocking fd (the child's request pipe), usually one ``read`` each.
+
+    Args:
+        fd: The fd to read from.
+        cap: The largest body accepted.
+    """
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self.fd = fd
+        self.cap = cap
+        self._pending = b""
+
+    def _more(self, data: bytes, need: int) -> bytes:
+        chunks = [data]
+        have = len(data)
+        while have < need:
+            chunk = os.read(self.fd, max(_CHUNK, need - have))
+            if not chunk:
+                if have:
+                    raise ChannelClosed(f"end of file after {have} of {need} bytes")
+                return b""
+            chunks.append(chunk)
+            have += len(chunk)
+        return b"".join(chunks)
+
+    def read(self) -> tuple[int, Any] | None:
+        """Reads one frame.
+
+        Returns:
+            ``(seq, value)``, or ``None`` at a clean end of file between frames.
+
+        Raises:
+            ChannelClosed: End of file inside a frame.
+            FrameTooLarge: The header announces more than ``cap`` bytes.
+            BadFrame: The body is not strict JSON.
+        """
+        data = self._more(self._pending, HEADER.size)
+        if not data:
+            return None
+        length, seq = HEADER.unpack_from(data)
+        if length > self.cap:
+            raise FrameTooLarge(length, self.cap)
+        end = HEADER.size + length
+        data = self._more(data, end)
+        self._pending = data[end:]
+        return seq, decode(memoryview(data)[HEADER.size : end])
+
+
+def write_all_blocking(fd: int, data: bytes) -> None:
+    """Writes all of ``data`` to a blocking fd (the child's reply pipe)."""
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.write(fd, view[done:])

@@ -1,0 +1,490 @@
+"""The host side of the sandbox: ``RulesSandbox`` holds checked code, ``RulesSession`` runs it.
+
+Each episode gets one child process, forked by the template (:mod:`.template`), holding one
+``_Rules()`` instance. A hook call is one request frame and one reply frame (:mod:`.protocol`)
+under a wall-clock deadline; any failure (the hook raised, hung, returned the wrong type, the
+child died, broke the protocol or sent too much) kills the child and raises
+:class:`~envharness.errors.RulesError` naming the hook, and the session stays dead.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from envharness.errors import RulesError, SandboxUnavailableError
+from envharness.sandbox import protocol, template
+from envharness.sandbox.check import RulesCodeInfo, check_rules_code, describe_rules_code
+from envharness.sandbox.limits import SandboxLimits
+from envharness.sandbox.policy import HOOKS
+
+__all__ = ["RulesSandbox", "RulesSession", "kernel_protections"]
+
+_START_ALLOWANCE = 2.0  # seconds on top of call_timeout for a child to lock down and load
+_EXIT_GRACE = 0.25  # seconds a child that closed its channel gets to finish exiting
+_TEXT_LIMIT = 2000
+_ACTION_EXPECTED = "an action dict {'tool': str, 'args': dict} or a str"
+
+_encode = protocol.encode
+_decode = protocol.decode
+_read_frame = protocol.read_frame
+_write_frame = protocol.write_frame
+_monotonic = time.monotonic
+
+
+class RulesSandbox:
+    """Holds statically checked rules code and starts one isolated child process per episode.
+
+    Args:
+        code: Python source defining ``class _Rules`` (see :func:`check_rules_code`).
+        limits: Time, CPU, memory and message limits; the defaults are safe.
+        _unchecked: Test-only seam: skip the static check, to prove the kernel walls hold even
+            when the lint is fooled. Never use it for real rules code.
+        _trusted_builtins: Test-only seam: give the code the real builtins (real ``__import__``,
+            ``open``, ``eval``), to prove the kernel walls hold without the restricted builtins.
+
+    Raises:
+        RulesError: The code fails the static check, or is larger than ``max_message_bytes``.
+        SandboxUnavailableError: This machine cannot run the sandbox.
+
+    Example:
+        >>> sandbox = RulesSandbox('''
+        ... class _Rules:
+        ...     def filter_observation(self, observation, state):
+        ...         return observation.upper()
+        ... ''')
+        >>> with sandbox.start_episode(seed=0) as session:
+        ...     session.filter_observation("hello", {})
+        'HELLO'
+    """
+
+    def __init__(
+        self,
+        code: str,
+        *,
+        limits: SandboxLimits | None = None,
+        _unchecked: bool = False,
+        _trusted_builtins: bool = False,
+    ) -> None:
+        if limits is None:
+            limits = SandboxLimits()
+        elif not isinstance(limits, SandboxLimits):
+            raise RulesError(f"expected limits to be a SandboxLimits, got {type(limits).__name__}")
+        if _unchecked:
+            if not isinstance(code, str):
+                raise RulesError(f"expected the rules code as a str, got {type(code).__name__}")
+            self.info: RulesCodeInfo = describe_rules_code(code)
+        else:
+            self.info = check_rules_code(code)
+        size = len(code.encode("utf-8", "surrogatepass"))
+        if size > limits.max_message_bytes:
+            raise RulesError(
+                f"the code is {size} bytes, over max_message_bytes={limits.max_message_bytes}; "
+                "shorten it or raise SandboxLimits.max_message_bytes"
+            )
+        self.code = code
+        self.limits = limits
+        self._trusted = bool(_trusted_builtins)
+        template.get_template()  # starts the template early; its hello is awaited on first use
+
+    def __repr__(self) -> str:
+        hooks = ", ".join(h for h in HOOKS if h in self.info.hooks)
+        return f"<RulesSandbox sha256={self.info.sha256[:12]} hooks=[{hooks}]>"
+
+    def start_episode(self, seed: int | None = None) -> RulesSession:
+        """Forks a fresh child, locks it down, loads the code and creates ``_Rules()``.
+
+        Args:
+            seed: Seeds ``random`` in the child (``None`` means 0), so episodes are reproducible.
+
+        Returns:
+            The episode's session (a context manager; close it when the episode ends).
+
+        Raises:
+            RulesError: Loading the code or creating ``_Rules()`` raised, hung or crashed.
+            SandboxUnavailableError: The sandbox cannot be started or locked down.
+        """
+        if seed is None:
+            seed = 0
+        elif isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"expected seed to be an int or None, got {type(seed).__name__}")
+        limits = self.limits
+        init = {
+            "code": self.code,
+            "seed": seed,
+            "trusted": self._trusted,
+            "limits": {
+                "episode_cpu_seconds": limits.episode_cpu_seconds,
+                "memory_headroom_mb": limits.memory_headroom_mb,
+                "max_message_bytes": limits.max_message_bytes,
+                "max_open_files": limits.max_open_files,
+            },
+        }
+        return RulesSession._start(init, limits)
+
+
+class RulesSession:
+    """One episode: one child process holding one ``_Rules()`` instance.
+
+    Created by :meth:`RulesSandbox.start_episode`. Calls for hooks the code does not define return
+    their input unchanged without a round trip. After any :class:`RulesError` the child is killed
+    and every later call raises too. Thread-safe (calls are serialized); close it, or use it as a
+    context manager, when the episode ends.
+
+    Attributes:
+        hooks: The hooks the loaded ``_Rules`` instance defines.
+        protections: What the child measured in force after locking down (``seccomp``,
+            ``landlock_abi``, ``no_new_privs``, ``capabilities_dropped``, ``warnings``).
+    """
+
+    hooks: frozenset[str]
+    protections: dict[str, Any]
+
+    def __init__(self, template_: template.Template, pid: int, pidfd: int, req: int, rep: int):
+        """Use :meth:`RulesSandbox.start_episode`; this wraps an already forked child."""
+        self._template = template_
+        self._generation = template.current_generation()
+        self._pid = pid
+        self._pidfd = pidfd
+        self._req = req
+        self._rep = rep
+        os.set_blocking(req, False)
+        os.set_blocking(rep, False)
+        self._in = select.poll()
+        self._in.register(rep, select.POLLIN)
+        self._out = select.poll()
+        self._out.register(req, select.POLLOUT)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._failure: str | None = None
+        self._closed = False
+        self._released = False
+        self._timeout = 1.0
+        self._cap = 0
+        self._cpu_seconds = 0
+        self.hooks = frozenset()
+        self.protections = {}
+        self._after_hook: str | None = None
+
+    # -- start -----------------------------------------------------------------------------------
+
+    @classmethod
+    def _start(cls, init: dict[str, Any], limits: SandboxLimits) -> RulesSession:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            owner, pid, pidfd = template.spawn(req_r, rep_w)
+        except BaseException:
+            os.close(req_w)
+            os.close(rep_r)
+            raise
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        session = cls(owner, pid, pidfd, req_w, rep_r)
+        session._timeout = limits.call_timeout
+        session._cap = limits.max_message_bytes
+        session._cpu_seconds = limits.episode_cpu_seconds
+        try:
+            session._handshake(init, limits.call_timeout + _START_ALLOWANCE)
+        except BaseException:
+            session._release()
+            raise
+        return session
+
+    def _handshake(self, init: dict[str, Any], timeout: float) -> None:
+        deadline = _monotonic() + timeout
+        try:
+            _write_frame(self._req, _encode(init, 0), self._out, deadline)
+            reply = _decode(_read_frame(self._rep, self._in, deadline, self._cap, 0))
+        except protocol.FrameTimeout:
+            self._fail(None, f"loading the code timed out after {timeout:g}s")
+        except protocol.ChannelClosed:
+            self._fail(None, f"{self._death_reason()} while loading the code")
+        except protocol.FrameError as e:
+            self._fail(None, f"broke the protocol while loading the code ({e})")
+        if type(reply) is dict and "ready" in reply and type(reply["ready"]) is dict:
+            ready = reply["ready"]
+            hooks = ready.get("hooks")
+            if type(hooks) is list and set(hooks) <= set(HOOKS):
+                self.hooks = frozenset(hooks)
+                self.protections = dict(ready.get("protections") or {})
+                if self.hooks & {"modify_transition", "filter_observation"}:
+                    last = "filter_observation" in self.hooks
+                    self._after_hook = "filter_observation" if last else "modify_transition"
+                return
+        if type(reply) is dict and type(reply.get("load_failed")) is str:
+            self._fail(None, f"loading the code raised {_clip(reply['load_failed'])}")
+        if type(reply) is dict and type(reply.get("setup_failed")) is str:
+            self._release()
+            raise SandboxUnavailableError(
+                f"the sandbox child could not lock itself down: {_clip(reply['setup_failed'])}"
+            )
+        self._fail(None, "broke the protocol while loading the code (unexpected reply)")
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    def filter_action(self, action: dict[str, Any], state: dict[str, Any]) -> dict[str, Any] | str:
+        """Runs ``filter_action``: returns the (possibly changed) action, or a str that blocks it.
+
+        Raises:
+            RulesError: The hook failed (the session is then dead).
+            TypeError: ``action`` or ``state`` cannot be sent as JSON.
+        """
+        if "filter_action" not in self.hooks:
+            self._check_usable("filter_action")
+            return action
+        value = self._call("filter_action", "filter_action", [action, state])
+        if type(value) is str:
+            return value
+        if (
+            type(value) is dict
+            and len(value) == 2
+            and type(value.get("tool")) is str
+            and type(value.get("args")) is dict
+        ):
+            return value
+        self._fail("filter_action", f"returned {_describe(value)}, expected {_ACTION_EXPECTED}")
+
+    def after_step(self, action: dict[str, Any], observation: str, state: dict[str, Any]) -> str:
+        """Runs ``modify_transition`` then ``filter_observation`` in one round trip.
+
+        The two hooks share the ``state`` dict of this call. Returns ``observation`` unchanged,
+        without a round trip, when neither hook exists.
+
+        Raises:
+            RulesError: A hook failed (the session is then dead).
+            TypeError: An argument cannot be sent as JSON.
+        """
+        hook = self._after_hook
+        if hook is None:
+            self._check_usable("modify_transition")
+            return observation
+        value = self._call(hook, "after_step", [action, observation, state])
+        if type(value) is str:
+            return value
+        self._fail(hook, f"returned {_describe(value)}, expected a str")
+
+    def filter_observation(self, observation: str, state: dict[str, Any]) -> str:
+        """Runs ``filter_observation`` on an observation (after a reset, for instance).
+
+        Raises:
+            RulesError: The hook failed (the session is then dead).
+            TypeError: An argument cannot be sent as JSON.
+        """
+        if "filter_observation" not in self.hooks:
+            self._check_usable("filter_observation")
+            return observation
+        value = self._call("filter_observation", "filter_observation", [observation, state])
+        if type(value) is str:
+            return value
+        self._fail("filter_observation", f"returned {_describe(value)}, expected a str")
+
+    def _check_usable(self, hook: str) -> None:
+        if self._failure is not None:
+            raise RulesError(
+                f"the session ended after an earlier failure ({self._failure})", hook=hook
+            )
+        if self._closed:
+            raise RulesError("the session is closed", hook=hook)
+
+    def _call(self, hook: str, op: str, args: list[Any]) -> Any:
+        with self._lock:
+            if self._failure is not None or self._closed:
+                self._check_usable(hook)
+            if self._generation != template.current_generation():
+                raise RulesError(
+                    "the session belongs to the process this one was forked from", hook=hook
+                )
+            seq = self._seq = (self._seq + 1) & 0xFFFFFFFF
+            try:
+                frame = _encode({"op": op, "args": args}, seq)
+            except (TypeError, ValueError, RecursionError) as e:
+                raise TypeError(f"the input to {hook} cannot be sent as JSON: {e}") from None
+            if len(frame) - 8 > self._cap:
+                raise ValueError(
+                    f"the input to {hook} is {len(frame) - 8} bytes as JSON, over "
+                    f"max_message_bytes={self._cap}"
+                )
+            timeout = self._timeout
+            deadline = _monotonic() + timeout
+            try:
+                _write_frame(self._req, frame, self._out, deadline)
+                reply = _decode(_read_frame(self._rep, self._in, deadline, self._cap, seq))
+            except protocol.FrameTimeout:
+                self._fail(hook, f"timed out after {timeout:g}s; the sandbox process was killed")
+            except protocol.ChannelClosed:
+                self._fail(hook, self._death_reason())
+            except protocol.FrameTooLarge as e:
+                self._fail(
+                    hook,
+                    f"sent a reply of {e.length} bytes, over max_message_bytes={e.cap}; "
+                    "the sandbox process was killed",
+                )
+            except protocol.FrameError as e:
+                self._fail(hook, f"broke the protocol ({e}); the sandbox process was killed")
+            except BaseException:  # e.g. KeyboardInterrupt mid-exchange: the stream is unknown
+                self._failure = "interrupted during a call"
+                self._release()
+                raise
+            if type(reply) is dict and len(reply) == 1 and "ok" in reply:
+                return reply["ok"]
+            self._fail_from_reply(hook, reply)
+
+    def _fail_from_reply(self, hook: str, reply: Any) -> None:
+        if type(reply) is not dict:
+            self._fail(hook, "broke the protocol (the reply is not an object)")
+        named = reply.get("hook")
+        if named in self.hooks:
+            hook = named
+        raised, returned, too_big = reply.get("raised"), reply.get("returned"), reply.get("too_big")
+        if type(raised) is str:
+            self._fail(hook, f"raised {_clip(raised)}")
+        if type(too_big) is int:
+            self._fail(
+                hook,
+                f"returned a value whose JSON is at least {too_big} bytes, over the cap "
+                f"max_message_bytes={self._cap}",
+            )
+        if type(returned) is str:
+            expected = _ACTION_EXPECTED if hook == "filter_action" else "a str"
+            detail = reply.get("detail")
+            why = f"; {_clip(detail)}" if type(detail) is str and detail != expected else ""
+            self._fail(hook, f"returned {_clip(returned, 100)}, expected {expected}{why}")
+        self._fail(hook, "broke the protocol (unexpected reply)")
+
+    # -- failure and clean-up ----------------------------------------------------------------------
+
+    def _fail(self, hook: str | None, reason: str) -> Any:
+        self._failure = reason
+        self._release()
+        raise RulesError(reason, hook=hook)
+
+    def _exited(self, timeout: float = 0.0) -> bool:
+        waiter = select.poll()
+        waiter.register(self._pidfd, select.POLLIN)
+        return bool(waiter.poll(int(timeout * 1000)))
+
+    def _death_reason(self) -> str:
+        if not self._exited(_EXIT_GRACE):
+            self._kill()
+            return "sandbox process died (it closed its channel and was killed)"
+        try:
+            status = self._template.status(self._pid)
+        except (template.TemplateGone, OSError):
+            status = "status unknown"
+        if "SIGXCPU" in status:
+            status += f": the episode CPU limit of {self._cpu_seconds}s was reached"
+        elif "SIGKILL" in status:
+            status += f": the episode CPU hard limit ({self._cpu_seconds + 1}s) or out of memory"
+        elif "SIGSEGV" in status:
+            status += ": a crash, e.g. C-level recursion"
+        return f"sandbox process died ({status})"
+
+    def _kill(self) -> None:
+        if self._released or self._generation != template.current_generation():
+            return
+        if not self._exited():
+            # Alive, so its pid (and process group, as it is a session leader) cannot be reused.
+            try:
+                os.killpg(self._pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def _release(self) -> None:
+        if self._released:
+            return
+        self._kill()
+        self._released = True
+        for fd in (self._req, self._rep, self._pidfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Kills the child and closes the session's fds (idempotent; the template reaps it)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._kill()  # ends a call in progress in another thread quickly
+        with self._lock:
+            self._release()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the session can still run hooks (open, no failure, child running)."""
+        return not (self._closed or self._failure is not None or self._released or self._exited())
+
+    def __enter__(self) -> RulesSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self._released:
+                self._closed = True
+                self._release()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "alive" if self.alive else "failed" if self._failure else "closed"
+        return f"<RulesSession pid={self._pid} {state} hooks={sorted(self.hooks)}>"
+
+
+def _describe(value: Any) -> str:
+    if type(value) is dict:
+        return f"a dict with keys {sorted(map(str, value))[:10]}"
+    return type(value).__name__
+
+
+def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_PROBE = "class _Rules:\n    pass\n"
+
+
+def kernel_protections() -> dict[str, Any]:
+    """What the kernel layers do on this machine, measured inside a real sandbox child.
+
+    Returns:
+        ``{"seccomp": bool, "landlock_abi": int, "no_new_privs": bool,
+        "capabilities_dropped": bool, "warnings": [str, ...]}``; ``landlock_abi`` is 0 when
+        Landlock is not enforced, and ``warnings`` explains every missing layer.
+
+    Raises:
+        SandboxUnavailableError: The sandbox cannot be started on this machine.
+
+    Example:
+        >>> kernel_protections()["seccomp"]
+        True
+    """
+    with RulesSandbox(_PROBE).start_episode() as session:
+        measured = dict(session.protections)
+    warnings = list(template.get_template().hello.get("warnings", []))
+    warnings.extend(measured.get("warnings", []))
+    return {
+        "seccomp": bool(measured.get("seccomp")),
+        "landlock_abi": int(measured.get("landlock_abi") or 0),
+        "no_new_privs": bool(measured.get("no_new_privs")),
+        "capabilities_dropped": bool(measured.get("capabilities_dropped")),
+        "warnings": warnings,
+    }
