@@ -146,6 +146,7 @@ class Link(EnvHarness):
         self._active: ActionableEnv | None = None
         self._second: ActionableEnv | None = None
         self._seed: int | None = None
+        self._observation: str | None = None
         self._stage_steps = 0
         self._ended: set[int] = set()
 
@@ -256,9 +257,15 @@ class Link(EnvHarness):
             observation = f"[Task A]\n{observation}\n\n[Task B]\n{second_observation}\n\n" + (
                 "Your next action applies to task A."
             )
+        self._observation = observation
         return observation, {**info, "link_stage": "first"}
 
     def _step(self, action: Action) -> StepResult:
+        result = self._route(action)
+        self._observation = result.observation
+        return result
+
+    def _route(self, action: Action) -> StepResult:
         active = self._active
         if active is None:
             raise EpisodeError(f"{self!r}: call reset() before step()")
@@ -324,8 +331,10 @@ class Link(EnvHarness):
         )
 
     def observe(self) -> str:
-        """The active env's current observation."""
-        return (self._active or self.env).observe()
+        """The last observation the agent was shown (the active env's before any episode)."""
+        if self._observation is None:
+            return self.env.observe()
+        return self._observation
 
     def evaluate(self) -> Evaluation:
         """Success iff both bridges' verifiers say so (first env and the second it reached)."""
@@ -370,11 +379,13 @@ class Link(EnvHarness):
                 },
                 "branch": {
                     "type": "string",
+                    "nullable": True,
                     "description": "For branch links: the branch taken (null before handover).",
                 },
                 "first": self.env.env_state_schema(),
                 "second": {
                     **second,
+                    "nullable": True,
                     "description": "The second env's state (null before it starts).",
                 },
             },

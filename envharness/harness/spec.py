@@ -185,9 +185,9 @@ class HarnessSpec:
         layer = env
         while isinstance(layer, EnvHarness):
             kind = layer.component_type
-            if kind not in _COMPONENTS:
+            if kind not in _COMPONENTS or _component_class(kind) is not type(layer):
                 raise SpecError(
-                    f"{type(layer).__name__} has no registered component type; call "
+                    f"{type(layer).__name__} is not a registered component type; call "
                     "register_component(name, cls) to make it serializable"
                 )
             components.append(ComponentSpec(kind, layer.component_config()))

@@ -104,3 +104,35 @@ def test_unknown_bridge_is_reported(stack):
     data["bridge"]["name"] = "nope"
     with pytest.raises(UnknownBridgeError, match="registered bridges: .*toy24"):
         HarnessSpec.from_dict(data).build()
+
+
+def test_unregistered_components_cannot_be_serialized(toy):
+    from envharness.harness import EnvHarness, register_component
+
+    class Shout(Setups):
+        """Inherits component_type 'setups' but changes behaviour: must not pass as Setups."""
+
+    with pytest.raises(SpecError, match="Shout is not a registered component type"):
+        Shout(toy, []).spec()
+    with pytest.raises(SpecError, match="EnvHarness is not a registered component type"):
+        EnvHarness(toy).save_state()
+    with pytest.raises(SpecError, match="expected an EnvHarness subclass"):
+        register_component("shout", object)
+
+
+def test_registered_custom_component_round_trips(toy, monkeypatch):
+    from envharness.harness import EnvHarness, register_component
+    from envharness.harness import spec as spec_module
+
+    class Shout(EnvHarness):
+        component_type = "shout"
+
+        def _reset(self, seed):
+            observation, info = self.env.reset(seed=seed)
+            return observation.upper(), info
+
+    monkeypatch.setattr(spec_module, "_COMPONENTS", dict(spec_module._COMPONENTS))
+    register_component("shout", Shout)
+    rebuilt = HarnessSpec.from_json(Shout(toy).spec().to_json()).build()
+    assert isinstance(rebuilt, Shout)
+    assert rebuilt.reset(seed=0)[0].isupper()
