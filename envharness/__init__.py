@@ -27,6 +27,7 @@ from envharness.errors import (
     UnknownBridgeError,
     UnknownTaskError,
 )
+from envharness.harness import EnvHarness, HarnessSpec, Link, Rules, Setups
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,12 @@ __all__ = [
     "Evaluation",
     "StepResult",
     "ToolSpec",
+    # harness components
+    "EnvHarness",
+    "HarnessSpec",
+    "Link",
+    "Rules",
+    "Setups",
     # bridges
     "get_bridge",
     "list_bridges",

@@ -21,8 +21,6 @@ from envharness.schema import gemini_schema_problems
 __all__ = ["CHECKS", "ConformanceReport", "check_bridge"]
 
 
-# -- check_bridge ------------------------------------------------------------------------------
-
 CHECKS: tuple[str, ...] = (
     "attributes",
     "tools",
