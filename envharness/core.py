@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from envharness.errors import BridgeError, InvalidActionError
-from envharness.schema import check_arguments, gemini_schema_problems
+from envharness.schema import check_arguments, compile_checker, gemini_schema_problems
 
 if TYPE_CHECKING:
     from typing import Self
@@ -121,6 +121,7 @@ class ToolSpec:
             raise BridgeError(
                 f"tool {self.name!r} has an unsupported schema: {'; '.join(problems)}"
             )
+        object.__setattr__(self, "_fits", compile_checker(self.parameters))
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-tool form: ``{"type": "function", "function": {...}}``."""
@@ -144,6 +145,8 @@ class ToolSpec:
 
     def check(self, args: Mapping[str, Any]) -> list[str]:
         """Lists how ``args`` fails this tool's schema (empty when it fits)."""
+        if self._fits(args):
+            return []
         return check_arguments(args, self.parameters)
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from envharness.schema import check_arguments, gemini_schema_problems
+from envharness.schema import check_arguments, compile_checker, gemini_schema_problems
 
 SCHEMA = {
     "type": "object",
@@ -35,6 +35,7 @@ def test_good_arguments_pass():
     }
     assert check_arguments(args, SCHEMA) == []
     assert check_arguments({"name": "n", "count": 2.0}, SCHEMA) == []  # integral float is an int
+    assert compile_checker(SCHEMA)(args) and compile_checker(SCHEMA)({"name": "n", "count": 2.0})
 
 
 @pytest.mark.parametrize(
@@ -55,6 +56,7 @@ def test_good_arguments_pass():
 def test_bad_arguments_are_named(args, message):
     problems = check_arguments(args, SCHEMA)
     assert any(message in p for p in problems), problems
+    assert compile_checker(SCHEMA)(args) is False  # the fast path agrees
 
 
 def test_problems_name_the_path():

@@ -143,6 +143,10 @@ class Link(EnvHarness):
             raise SpecError(f"expected every to be a positive int, got {every!r}")
         self.every = every
         self._tools = self._union_tools()
+        self._tool_names = {
+            id(env): frozenset(t.name for t in env.tools())
+            for env in (self.env, *self.branches.values())
+        }
         self._active: ActionableEnv | None = None
         self._second: ActionableEnv | None = None
         self._seed: int | None = None
@@ -269,8 +273,8 @@ class Link(EnvHarness):
         active = self._active
         if active is None:
             raise EpisodeError(f"{self!r}: call reset() before step()")
-        action = self.check_action(action)
-        if action.tool not in {t.name for t in active.tools()}:
+        if action.tool not in self._tool_names[id(active)]:
+            self.check_action(action)  # raises for a tool no env has, or bad arguments
             note = f"The tool {action.tool!r} is not available in this part of the episode."
             return StepResult(note, 0.0, False, False, {"invalid_action": note})
         result = active.step(action)
