@@ -8,8 +8,7 @@ schema combinators. Arguments are checked against the same subset before an acti
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
