@@ -14,6 +14,9 @@ catch the whole family with one ``except`` clause. Errors carry structured field
     ├── RulesError                  rules code failed (static check, a hook, or the sandbox)
     │   └── SandboxUnavailableError the sandbox cannot be started on this machine
     ├── SpecError                   a HarnessSpec is malformed or cannot be rebuilt
+    ├── PolicyError                 a policy cannot be built (unknown policy string, bad model)
+    ├── TrajectoryError             a trajectory record or run directory is malformed
+    ├── ExecutorError               an executor cannot run (e.g. a worker pool failed to start)
     ├── ConformanceError            a bridge failed ``envharness.testing.check_bridge``
     └── DependencyNotInstalled      an optional dependency is missing (names the extra)
 """
@@ -28,11 +31,14 @@ __all__ = [
     "DependencyNotInstalled",
     "EnvHarnessError",
     "EpisodeError",
+    "ExecutorError",
     "InvalidActionError",
+    "PolicyError",
     "RulesError",
     "SandboxUnavailableError",
     "SetupError",
     "SpecError",
+    "TrajectoryError",
     "UnknownBridgeError",
     "UnknownTaskError",
 ]
@@ -121,6 +127,18 @@ class SandboxUnavailableError(RulesError):
 
 class SpecError(EnvHarnessError):
     """Raised when a HarnessSpec is malformed, or names something that cannot be rebuilt."""
+
+
+class PolicyError(EnvHarnessError):
+    """Raised when a policy cannot be built: an unknown policy string, a bad model, a bad script."""
+
+
+class TrajectoryError(EnvHarnessError):
+    """Raised when a trajectory record or a run directory is malformed."""
+
+
+class ExecutorError(EnvHarnessError):
+    """Raised when an executor cannot run the rollouts (e.g. its workers cannot start)."""
 
 
 class ConformanceError(EnvHarnessError):

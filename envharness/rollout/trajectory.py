@@ -1,0 +1,157 @@
+"""``Trajectory``: the lossless JSON record of one episode."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from envharness.core import Action, Evaluation
+from envharness.errors import TrajectoryError
+
+__all__ = ["END_REASONS", "EndReason", "Step", "Trajectory"]
+
+EndReason = Literal[
+    "terminated",  # the environment ended the episode
+    "truncated",  # the environment cut the episode short
+    "budget",  # the agent used its max_steps
+    "policy_error",  # the policy raised something other than InvalidActionError
+    "timeout",  # the policy took longer than the per-step limit
+    "env_error",  # the environment (or a harness component, e.g. RulesError) raised
+]
+END_REASONS: tuple[str, ...] = (
+    "terminated",
+    "truncated",
+    "budget",
+    "policy_error",
+    "timeout",
+    "env_error",
+)
+
+
+@dataclass
+class Step:
+    """One agent step.
+
+    Attributes:
+        index: 0-based step number.
+        action: The action taken, or ``None`` when the policy produced no usable action.
+        observation: What the agent saw after the step (feedback for an invalid step).
+        reward: The bridge's reward.
+        terminated: The environment ended the episode.
+        truncated: The environment cut the episode short.
+        blocked: A rule blocked the action (the env below was not stepped).
+        invalid: Why the action was invalid (policy output or the env's own feedback), if it was.
+        error: An error that ended the episode at this step, if any.
+        policy_seconds: Wall time the policy took to act.
+        env_seconds: Wall time the environment took to step.
+    """
+
+    index: int
+    action: dict[str, Any] | None
+    observation: str
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    blocked: bool = False
+    invalid: str | None = None
+    error: str | None = None
+    policy_seconds: float = 0.0
+    env_seconds: float = 0.0
+
+    @property
+    def parsed_action(self) -> Action | None:
+        """The action as an :class:`~envharness.core.Action`."""
+        return Action.from_dict(self.action) if self.action is not None else None
+
+
+@dataclass
+class Trajectory:
+    """One episode: who played what, every step, and the verifier's verdict.
+
+    Attributes:
+        task_id: The task.
+        bridge: The bridge name.
+        spec_id: The harness spec's id (the bare bridge has one too).
+        spec: The harness spec as a dict (rebuilds the env).
+        seed: The episode seed.
+        policy: A description of the policy (e.g. ``"oracle:0.5"``).
+        instruction: The instruction the policy was given.
+        first_observation: The observation after reset.
+        steps: The agent's steps.
+        evaluation: The bridge's evaluation at the end (``None`` if reset failed).
+        end_reason: Why the episode ended (one of :data:`END_REASONS`).
+        error: The error that ended it, if any.
+        usage: Token usage summed over the episode.
+        started_at: UNIX time the episode started.
+        duration_seconds: Wall time of the whole episode.
+        max_steps: The agent's budget.
+    """
+
+    task_id: str
+    bridge: str
+    spec_id: str
+    spec: dict[str, Any]
+    seed: int
+    policy: str
+    instruction: str = ""
+    first_observation: str = ""
+    steps: list[Step] = field(default_factory=list)
+    evaluation: Evaluation | None = None
+    end_reason: str = "budget"
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    started_at: float = 0.0
+    duration_seconds: float = 0.0
+    max_steps: int = 0
+
+    @property
+    def success(self) -> bool:
+        """Whether the bridge's verifier says the task was accomplished."""
+        return self.evaluation is not None and self.evaluation.success
+
+    def to_dict(self) -> dict[str, Any]:
+        """The trajectory as a JSON-able dict."""
+        data = asdict(self)
+        data["evaluation"] = self.evaluation.to_dict() if self.evaluation is not None else None
+        return data
+
+    def to_json(self) -> str:
+        """The trajectory as one line of JSON (NaN and infinities are refused)."""
+        return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trajectory:
+        """Rebuilds a trajectory from :meth:`to_dict` output.
+
+        Raises:
+            TrajectoryError: Naming what is malformed.
+        """
+        try:
+            fields = dict(data)
+            fields["steps"] = [Step(**s) for s in fields.get("steps", [])]
+            if fields.get("evaluation") is not None:
+                fields["evaluation"] = Evaluation.from_dict(fields["evaluation"])
+            if fields.get("end_reason", "budget") not in END_REASONS:
+                raise TrajectoryError(
+                    f"expected end_reason in {END_REASONS}, got {fields['end_reason']!r}"
+                )
+            return cls(**fields)
+        except (TypeError, KeyError, ValueError, AttributeError) as e:
+            raise TrajectoryError(f"malformed trajectory: {e}") from e
+
+    @classmethod
+    def from_json(cls, text: str) -> Trajectory:
+        """Parses one line of :meth:`to_json` output.
+
+        Raises:
+            TrajectoryError: If the text is not a valid trajectory.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TrajectoryError(f"trajectory is not valid JSON: {e}") from e
+        if not isinstance(data, Mapping):
+            raise TrajectoryError(f"expected a JSON object, got {type(data).__name__}")
+        return cls.from_dict(data)
