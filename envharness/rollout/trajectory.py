@@ -30,6 +30,16 @@ END_REASONS: tuple[str, ...] = (
 )
 
 
+def _action_key(action: Mapping[str, Any] | None) -> str | None:
+    if action is None:
+        return None
+    return json.dumps(
+        {"tool": action.get("tool"), "args": action.get("args") or {}},
+        sort_keys=True,
+        default=str,
+    )
+
+
 @dataclass
 class Step:
     """One agent step.
@@ -110,6 +120,29 @@ class Trajectory:
     def success(self) -> bool:
         """Whether the bridge's verifier says the task was accomplished."""
         return self.evaluation is not None and self.evaluation.success
+
+    @property
+    def n_steps(self) -> int:
+        """The number of agent steps (invalid and blocked ones included)."""
+        return len(self.steps)
+
+    @property
+    def n_invalid(self) -> int:
+        """The number of steps whose action was invalid (policy output or the env's feedback)."""
+        return sum(1 for s in self.steps if s.invalid is not None)
+
+    @property
+    def n_blocked(self) -> int:
+        """The number of steps a rule blocked."""
+        return sum(1 for s in self.steps if s.blocked)
+
+    def action_keys(self) -> list[str | None]:
+        """One canonical text per step (``Action.key()``'s form); ``None`` for no action.
+
+        This is the input :func:`envharness.rollout.stats.find_loop` expects; the position in the
+        list is the step index.
+        """
+        return [_action_key(s.action) for s in self.steps]
 
     def to_dict(self) -> dict[str, Any]:
         """The trajectory as a JSON-able dict."""

@@ -25,16 +25,17 @@ Child (one per episode), in this order:
 
 from __future__ import annotations
 
+import _socket
+import array
 import builtins
 import gc
-import importlib.util
 import json
 import os
 import select
 import signal
-import socket
 import sys
 import types
+from importlib.machinery import SourceFileLoader
 from typing import Any
 
 REQUEST_FD = 3
@@ -46,13 +47,30 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _load(name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"_envharness_sandbox_{name}", os.path.join(_HERE, f"{name}.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """Loads a sibling module by path (``importlib.util`` would cost the template ~10 ms)."""
+    path = os.path.join(_HERE, f"{name}.py")
+    fullname = f"_envharness_sandbox_{name}"
+    loader = SourceFileLoader(fullname, path)
+    module = types.ModuleType(fullname)
+    module.__file__ = path
+    module.__loader__ = loader
+    loader.exec_module(module)
     return module
+
+
+def _send(sock: Any, data: bytes, fds: list[int] | None = None) -> None:
+    """``socket.send_fds`` on a raw ``_socket`` (the ``socket`` module costs ~7 ms to import)."""
+    rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sock.sendmsg([data], rights)
+
+
+def _receive(sock: Any, max_fds: int) -> tuple[bytes, list[int]]:
+    fds = array.array("i")
+    data, ancillary, _, _ = sock.recvmsg(1 << 16, _socket.CMSG_LEN(max_fds * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
 
 
 policy = _load("policy")
@@ -100,7 +118,7 @@ class _Layers:
         else:
             self.warnings.append(
                 "Landlock is not available on this kernel: rules code can read any file this "
-                "user can (writes still fail through RLIMIT_FSIZE=0 only for growing files)"
+                "user can read (RLIMIT_FSIZE=0 still stops it from writing data to files)"
             )
         self.seccomp: Any = None
         try:
@@ -204,59 +222,70 @@ def _load_rules(init: dict[str, Any]) -> Any:
     return cls()
 
 
-class _BadReturn(Exception):
-    def __init__(self, hook: str, value: Any, expected: str) -> None:
-        self.reply = {"returned": _type_name(value), "hook": hook, "detail": expected}
+class _HookFailed(Exception):
+    """Carries the error reply of a hook that raised or returned the wrong type."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
 
 
-class _Raised(Exception):
-    def __init__(self, hook: str, exc: BaseException) -> None:
-        self.reply = {"raised": _describe(exc), "hook": hook}
+def _raised(hook: str, exc: BaseException) -> _HookFailed:
+    return _HookFailed({"raised": _describe(exc), "hook": hook})
 
 
-def _call(hook: Any, name: str, *args: Any) -> Any:
-    try:
-        return hook(*args)
-    except BaseException as e:
-        raise _Raised(name, e) from None
+def _after_step(rules: Any, hooks: frozenset[str]) -> Any:
+    modify = "modify_transition" in hooks
+    filtered = "filter_observation" in hooks
+
+    def after_step(action: Any, observation: Any, state: Any) -> Any:
+        if modify:
+            try:
+                observation = rules.modify_transition(action, observation, state)
+            except BaseException as e:
+                raise _raised("modify_transition", e) from None
+            if filtered and type(observation) is not str:
+                detail = {"returned": _type_name(observation), "detail": "a str"}
+                raise _HookFailed({**detail, "hook": "modify_transition"})
+        if filtered:
+            try:
+                observation = rules.filter_observation(observation, state)
+            except BaseException as e:
+                raise _raised("filter_observation", e) from None
+        return observation
+
+    return after_step
 
 
-def _after_step(rules: Any, hooks: frozenset[str], action: Any, obs: Any, state: Any) -> Any:
-    if "modify_transition" in hooks:
-        obs = _call(rules.modify_transition, "modify_transition", action, obs, state)
-        if type(obs) is not str and "filter_observation" in hooks:
-            raise _BadReturn("modify_transition", obs, "a str")
-    if "filter_observation" in hooks:
-        obs = _call(rules.filter_observation, "filter_observation", obs, state)
-    return obs
-
-
-def _answer(rules: Any, hooks: frozenset[str], request: Any, seq: int, cap: int) -> bytes:
-    op, args = request["op"], request["args"]
-    last = op  # the hook whose value is returned, named when that value cannot be sent
-    if op == "after_step":
+def _handlers(rules: Any, hooks: frozenset[str]) -> dict[str, tuple[Any, str]]:
+    """``op -> (callable, the hook named when its value cannot be sent)``."""
+    single = ("filter_action", "filter_observation")
+    table = {h: (getattr(rules, h), h) for h in single if h in hooks}
+    if hooks & {"modify_transition", "filter_observation"}:
         last = "filter_observation" if "filter_observation" in hooks else "modify_transition"
+        table["after_step"] = (_after_step(rules, hooks), last)
+    return table
+
+
+def _answer(handlers: dict[str, tuple[Any, str]], request: Any, seq: int, cap: int) -> bytes:
+    function, hook = handlers[request["op"]]
+    value = None
     try:
-        if op == "filter_action":
-            value = _call(rules.filter_action, op, *args)
-        elif op == "filter_observation":
-            value = _call(rules.filter_observation, op, *args)
-        else:
-            value = _after_step(rules, hooks, *args)
+        value = function(*request["args"])
         reply: dict[str, Any] = {"ok": value}
-    except (_Raised, _BadReturn) as e:
+    except _HookFailed as e:
         reply = e.reply
-        value = None
+    except BaseException as e:
+        reply = {"raised": _describe(e), "hook": hook}
     if type(value) is str and len(value) > cap:  # its JSON is longer still: skip encoding it
-        reply = {"too_big": len(value), "hook": last, "returned": "str"}
+        reply = {"too_big": len(value), "hook": hook, "returned": "str"}
     try:
         data = protocol.encode(reply, seq)
     except BaseException as e:
         detail = f"not JSON-serializable ({_describe(e)})"
-        data = protocol.encode({"returned": _type_name(value), "hook": last, "detail": detail}, seq)
+        data = protocol.encode({"returned": _type_name(value), "hook": hook, "detail": detail}, seq)
     if len(data) - protocol.HEADER.size > cap:
         data = protocol.encode(
-            {"too_big": len(data) - protocol.HEADER.size, "hook": last, "returned": "value"}, seq
+            {"too_big": len(data) - protocol.HEADER.size, "hook": hook, "returned": "value"}, seq
         )
     return data
 
@@ -273,26 +302,27 @@ def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) ->
         return
     _, init = frame
     cap = requests.cap = init["limits"]["max_message_bytes"]
+    write = protocol.write_all_blocking
     try:
         protections = _lock_down(init, layers)
     except BaseException as e:
-        fail = {"setup_failed": _describe(e)}
-        protocol.write_all_blocking(REPLY_FD, protocol.encode(fail, 0))
+        write(REPLY_FD, protocol.encode({"setup_failed": _describe(e)}, 0))
         return
     try:
         rules = _load_rules(init)
         hooks = frozenset(h for h in policy.HOOKS if callable(getattr(rules, h, None)))
+        handlers = _handlers(rules, hooks)
     except BaseException as e:
-        protocol.write_all_blocking(REPLY_FD, protocol.encode({"load_failed": _describe(e)}, 0))
+        write(REPLY_FD, protocol.encode({"load_failed": _describe(e)}, 0))
         return
     ready = {"ready": {"hooks": sorted(hooks), "protections": protections}}
-    protocol.write_all_blocking(REPLY_FD, protocol.encode(ready, 0))
+    write(REPLY_FD, protocol.encode(ready, 0))
+    read = requests.read
     while True:
-        frame = requests.read()
+        frame = read()
         if frame is None:
             return
-        seq, request = frame
-        protocol.write_all_blocking(REPLY_FD, _answer(rules, hooks, request, seq, cap))
+        write(REPLY_FD, _answer(handlers, frame[1], frame[0], cap))
 
 
 def _run_child(request: int, reply: int, template_pid: int, layers: _Layers) -> None:
@@ -324,7 +354,7 @@ class _Template:
 
     _KEEP_EXITED = 512
 
-    def __init__(self, ctrl: socket.socket, layers: _Layers) -> None:
+    def __init__(self, ctrl: Any, layers: _Layers) -> None:
         self.ctrl = ctrl
         self.layers = layers
         self.pid = os.getpid()
@@ -343,15 +373,11 @@ class _Template:
                     return
 
     def _send(self, reply: dict[str, Any], fds: list[int] | None = None) -> None:
-        data = json.dumps(reply).encode()
-        if fds:
-            socket.send_fds(self.ctrl, [data], fds)
-        else:
-            self.ctrl.send(data)
+        _send(self.ctrl, json.dumps(reply).encode(), fds)
 
     def _handle(self) -> bool:
         try:
-            data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 4)
+            data, fds = _receive(self.ctrl, 4)
         except OSError:
             return False
         if not data:
@@ -367,6 +393,8 @@ class _Template:
                 self._send({"pids": sorted(self.children.values())})
             else:
                 self._send({"error": f"bad request {request!r}"})
+        except OSError as e:  # e.g. fork failed: report it, keep serving
+            self._send({"error": f"{op} failed: {e}"})
         finally:
             for fd in fds:
                 try:
@@ -379,7 +407,12 @@ class _Template:
         pid = os.fork()
         if pid == 0:
             _run_child(request, reply, self.pid, self.layers)
-        pidfd = os.pidfd_open(pid)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
         self.children[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
         try:
@@ -387,37 +420,47 @@ class _Template:
         except OSError:
             os.kill(pid, signal.SIGKILL)
 
-    def _reap(self, pidfd: int) -> None:
-        pid = self.children.pop(pidfd)
+    def _reap(self, pidfd: int) -> bool:
+        """Reaps the child behind ``pidfd`` if it has exited; returns whether it did.
+
+        Poll events can be stale: a status request may have reaped the child already, and its fd
+        number may belong to a newer child by now.
+        """
+        pid = self.children.get(pidfd)
+        if pid is None:
+            return False
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done:
+            return False
+        del self.children[pidfd]
         self.poller.unregister(pidfd)
         os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
         self.exited[pid] = _status_text(status)
         while len(self.exited) > self._KEEP_EXITED:
             del self.exited[next(iter(self.exited))]
+        return True
 
     def _status(self, pid: int) -> str:
         for pidfd, child in list(self.children.items()):
             if child == pid:
                 waiter = select.poll()
                 waiter.register(pidfd, select.POLLIN)
-                if not waiter.poll(2000):
+                if not waiter.poll(2000) or not self._reap(pidfd):
                     return "still running"
-                self._reap(pidfd)
         return self.exited.pop(pid, "unknown")
 
     def shutdown(self) -> None:
-        for pidfd in list(self.children):
+        for pidfd, pid in list(self.children.items()):
             try:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except OSError:
                 pass
-            self._reap(pidfd)
+            os.waitpid(pid, 0)
 
 
 def main(argv: list[str]) -> int:
     """Runs the template until the host closes the control socket."""
-    ctrl = socket.socket(fileno=int(argv[1]))
+    ctrl = _socket.socket(fileno=int(argv[1]))
     try:
         for name in sorted(policy.ALLOWED_IMPORTS):
             __import__(name)

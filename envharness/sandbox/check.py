@@ -108,12 +108,14 @@ def check_rules_code(code: str) -> RulesCodeInfo:
     try:
         tree = ast.parse(code, filename="<rules>")
     except SyntaxError as e:
+        if e.lineno is None:  # e.g. null bytes
+            raise RulesError(f"the code cannot be parsed: {e.msg}") from None
         text = (e.text or "").strip()
         where = f" in `{text}`" if text else ""
         raise RulesError(
             f"line {e.lineno}: syntax error{where}: {e.msg}; fix the code so that it parses"
         ) from None
-    except ValueError as e:  # e.g. null bytes
+    except ValueError as e:  # null bytes, on older Pythons
         raise RulesError(f"the code cannot be parsed: {e}") from None
 
     problems: list[_Problem] = []
@@ -239,7 +241,7 @@ def _check_methods(
                         "parameters defaults or drop them",
                     )
                 )
-        elif not name.startswith("_"):
+        elif not name.startswith("_") and _is_function(node):
             close = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.8)
             if name.startswith(_HOOK_PREFIXES) or close:
                 guess = f"did you mean `{close[0]}`? " if close else ""
@@ -253,6 +255,10 @@ def _check_methods(
                     )
                 )
     return hooks
+
+
+def _is_function(node: _MethodNode) -> bool:
+    return not isinstance(node, ast.Assign) or isinstance(node.value, ast.Lambda)
 
 
 def _hook_signature_problem(node: _MethodNode, name: str, params: str, fix: str) -> str | None:

@@ -58,7 +58,8 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "setgroups", "setfsuid", "setfsgid",
     # namespaces and mounts
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
-    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_tree_attr",
+    "mount_setattr",
     # what root could otherwise still do
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "sethostname",
@@ -70,7 +71,8 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "open_by_handle_at", "name_to_handle_at", "fanotify_init",
     # metadata Landlock does not cover
     "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
-    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr",
+    "fremovexattr", "removexattrat",
     "utime", "utimes", "futimesat", "utimensat", "mknod", "mknodat", "file_setattr",
     # IPC objects shared with other processes
     "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
@@ -80,7 +82,13 @@ DENIED_SYSCALLS: tuple[str, ...] = (
 """Syscalls that fail with ``EPERM`` in a sandbox child (``prlimit64`` too, when it sets)."""
 
 # Syscalls newer than some libseccomp releases; these numbers are shared by x86_64 and aarch64.
-_GENERIC_NUMBERS = {"fchmodat2": 452, "open_tree_attr": 467, "file_setattr": 469}
+_GENERIC_NUMBERS = {
+    "fchmodat2": 452,
+    "setxattrat": 463,
+    "removexattrat": 466,
+    "open_tree_attr": 467,
+    "file_setattr": 469,
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long

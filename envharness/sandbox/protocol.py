@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
 import struct
 import time
 from typing import Any
@@ -27,18 +28,19 @@ __all__ = [
     "FrameError",
     "FrameTimeout",
     "FrameTooLarge",
+    "BlockingReader",
+    "HostChannel",
     "decode",
     "encode",
-    "read_frame",
-    "BlockingReader",
     "write_all_blocking",
-    "write_frame",
 ]
 
 HEADER = struct.Struct(">II")
 """The frame header: body length and sequence number, big-endian unsigned 32-bit each."""
 
 _CHUNK = 1 << 16
+_unpack_header = HEADER.unpack_from
+_monotonic = time.monotonic
 
 
 class FrameError(Exception):
@@ -140,104 +142,113 @@ def decode(body: bytes | bytearray | memoryview) -> Any:
 # -- host side: non-blocking fds, one deadline per exchange ---------------------------------------
 
 
-def _wait(poller: Any, deadline: float) -> None:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
-        if time.monotonic() >= deadline:
-            raise FrameTimeout("the deadline passed")
+class HostChannel:
+    """The host's end of one child's pipes: a request goes out, exactly one reply comes back.
 
-
-def write_frame(fd: int, data: bytes, poller: Any, deadline: float) -> None:
-    """Writes a whole frame to a non-blocking fd before ``deadline`` (``time.monotonic``).
+    Both fds are switched to non-blocking mode and every wait goes through ``select.poll`` with
+    the exchange's deadline, so a child that stops reading or writing cannot block the host.
 
     Args:
-        fd: The write end of a pipe, in non-blocking mode.
-        data: The encoded frame.
-        poller: A ``select.poll`` object with ``fd`` registered for ``POLLOUT``.
-        deadline: The ``time.monotonic()`` value by which the frame must be written.
-
-    Raises:
-        ChannelClosed: The reader is gone.
-        FrameTimeout: The reader did not take the frame in time.
+        request_fd: The write end of the request pipe.
+        reply_fd: The read end of the reply pipe.
+        cap: The largest reply body accepted, checked from the header before the body is read.
     """
-    try:
-        done = os.write(fd, data)
-    except BlockingIOError:
-        done = 0
-    except OSError as e:
-        raise ChannelClosed(f"cannot write ({e.strerror})") from None
-    if done == len(data):
-        return
-    view = memoryview(data)
-    while done < len(data):
-        _wait(poller, deadline)
+
+    def __init__(self, request_fd: int, reply_fd: int, cap: int) -> None:
+        self.request_fd = request_fd
+        self.reply_fd = reply_fd
+        self.cap = cap
+        os.set_blocking(request_fd, False)
+        os.set_blocking(reply_fd, False)
+        self._can_read = select.poll()
+        self._can_read.register(reply_fd, select.POLLIN)
+        self._can_write = select.poll()
+        self._can_write.register(request_fd, select.POLLOUT)
+
+    def exchange(self, frame: bytes, seq: int, deadline: float) -> memoryview:
+        """Writes ``frame`` and returns the body of the reply, which must carry ``seq``.
+
+        Args:
+            frame: An encoded request (see :func:`encode`).
+            seq: The request's sequence number, which the reply must echo.
+            deadline: The ``time.monotonic()`` value by which the whole exchange must be done.
+
+        Raises:
+            ChannelClosed: The child closed its end (end of file, broken pipe).
+            FrameTimeout: The deadline passed.
+            FrameTooLarge: The reply's header announces more than ``cap`` bytes.
+            BadFrame: Wrong sequence number, or bytes beyond the reply.
+        """
         try:
-            done += os.write(fd, view[done:])
+            done = os.write(self.request_fd, frame)
         except BlockingIOError:
-            continue
+            done = 0
         except OSError as e:
             raise ChannelClosed(f"cannot write ({e.strerror})") from None
+        if done != len(frame):
+            self._write_rest(frame, done, deadline)
+        data = self._read_some(deadline)
+        while len(data) < HEADER.size:
+            data += self._read_some(deadline)
+        length, got = _unpack_header(data)
+        if length > self.cap:
+            raise FrameTooLarge(length, self.cap)
+        if got != seq:
+            raise BadFrame(f"the reply carries seq {got}, expected {seq}")
+        total = HEADER.size + length
+        if len(data) == total:
+            return memoryview(data)[HEADER.size :]
+        if len(data) > total:
+            raise BadFrame(f"{len(data) - total} unexpected bytes after the reply")
+        return self._read_rest(data, total, deadline)
 
+    def _wait(self, poller: Any, deadline: float) -> None:
+        remaining = deadline - _monotonic()
+        if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+            if _monotonic() >= deadline:
+                raise FrameTimeout("the deadline passed")
 
-def _read_some(fd: int, poller: Any, deadline: float) -> bytes:
-    while True:
-        _wait(poller, deadline)
-        try:
-            chunk = os.read(fd, _CHUNK)
-        except BlockingIOError:
-            continue
-        except OSError as e:
-            raise ChannelClosed(f"cannot read ({e.strerror})") from None
-        if not chunk:
-            raise ChannelClosed("end of file")
-        return chunk
+    def _write_rest(self, frame: bytes, done: int, deadline: float) -> None:
+        view = memoryview(frame)
+        while done < len(frame):
+            self._wait(self._can_write, deadline)
+            try:
+                done += os.write(self.request_fd, view[done:])
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise ChannelClosed(f"cannot write ({e.strerror})") from None
 
+    def _read_some(self, deadline: float) -> bytes:
+        while True:
+            self._wait(self._can_read, deadline)
+            try:
+                chunk = os.read(self.reply_fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise ChannelClosed(f"cannot read ({e.strerror})") from None
+            if not chunk:
+                raise ChannelClosed("end of file")
+            return chunk
 
-def read_frame(fd: int, poller: Any, deadline: float, cap: int, seq: int) -> memoryview | bytes:
-    """Reads exactly one frame from a non-blocking fd and returns its body.
-
-    Args:
-        fd: The read end of a pipe, in non-blocking mode.
-        poller: A ``select.poll`` object with ``fd`` registered for ``POLLIN``.
-        deadline: The ``time.monotonic()`` value by which the frame must have arrived.
-        cap: The largest body accepted, checked from the header before the body is read.
-        seq: The sequence number the frame must carry.
-
-    Raises:
-        ChannelClosed: End of file before a whole frame.
-        FrameTimeout: The frame did not arrive in time.
-        FrameTooLarge: The header announces more than ``cap`` bytes.
-        BadFrame: Wrong sequence number, or bytes beyond the frame.
-    """
-    data = _read_some(fd, poller, deadline)
-    while len(data) < HEADER.size:
-        data += _read_some(fd, poller, deadline)
-    length, got = HEADER.unpack_from(data)
-    if length > cap:
-        raise FrameTooLarge(length, cap)
-    if got != seq:
-        raise BadFrame(f"the reply carries seq {got}, expected {seq}")
-    total = HEADER.size + length
-    if len(data) == total:
-        return memoryview(data)[HEADER.size :]
-    if len(data) > total:
-        raise BadFrame(f"{len(data) - total} unexpected bytes after the reply")
-    buf = bytearray(total)
-    buf[: len(data)] = data
-    view = memoryview(buf)
-    have = len(data)
-    while have < total:
-        _wait(poller, deadline)
-        try:
-            n = os.readv(fd, [view[have:]])
-        except BlockingIOError:
-            continue
-        except OSError as e:
-            raise ChannelClosed(f"cannot read ({e.strerror})") from None
-        if n == 0:
-            raise ChannelClosed(f"end of file after {have} of {total} bytes")
-        have += n
-    return view[HEADER.size :]
+    def _read_rest(self, data: bytes, total: int, deadline: float) -> memoryview:
+        buf = bytearray(total)
+        buf[: len(data)] = data
+        view = memoryview(buf)
+        have = len(data)
+        while have < total:
+            self._wait(self._can_read, deadline)
+            try:
+                n = os.readv(self.reply_fd, [view[have:]])
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise ChannelClosed(f"cannot read ({e.strerror})") from None
+            if n == 0:
+                raise ChannelClosed(f"end of file after {have} of {total} bytes")
+            have += n
+        return view[HEADER.size :]
 
 
 # -- child side: blocking fds ----------------------------------------------------------------------
@@ -280,21 +291,25 @@ class BlockingReader:
             FrameTooLarge: The header announces more than ``cap`` bytes.
             BadFrame: The body is not strict JSON.
         """
-        data = self._more(self._pending, HEADER.size)
-        if not data:
-            return None
-        length, seq = HEADER.unpack_from(data)
+        data = self._pending or os.read(self.fd, _CHUNK)
+        if len(data) < HEADER.size:
+            data = self._more(data, HEADER.size)
+            if not data:
+                return None
+        length, seq = _unpack_header(data)
         if length > self.cap:
             raise FrameTooLarge(length, self.cap)
         end = HEADER.size + length
-        data = self._more(data, end)
+        if len(data) < end:
+            data = self._more(data, end)
         self._pending = data[end:]
         return seq, decode(memoryview(data)[HEADER.size : end])
 
 
 def write_all_blocking(fd: int, data: bytes) -> None:
     """Writes all of ``data`` to a blocking fd (the child's reply pipe)."""
-    view = memoryview(data)
-    done = 0
-    while done < len(data):
-        done += os.write(fd, view[done:])
+    done = os.write(fd, data)
+    if done < len(data):
+        view = memoryview(data)
+        while done < len(data):
+            done += os.write(fd, view[done:])

@@ -32,8 +32,6 @@ _ACTION_EXPECTED = "an action dict {'tool': str, 'args': dict} or a str"
 
 _encode = protocol.encode
 _decode = protocol.decode
-_read_frame = protocol.read_frame
-_write_frame = protocol.write_frame
 _monotonic = time.monotonic
 
 
@@ -145,28 +143,31 @@ class RulesSession:
     hooks: frozenset[str]
     protections: dict[str, Any]
 
-    def __init__(self, template_: template.Template, pid: int, pidfd: int, req: int, rep: int):
+    def __init__(
+        self,
+        template_: template.Template,
+        pid: int,
+        pidfd: int,
+        request_fd: int,
+        reply_fd: int,
+        limits: SandboxLimits,
+    ) -> None:
         """Use :meth:`RulesSandbox.start_episode`; this wraps an already forked child."""
         self._template = template_
         self._generation = template.current_generation()
         self._pid = pid
         self._pidfd = pidfd
-        self._req = req
-        self._rep = rep
-        os.set_blocking(req, False)
-        os.set_blocking(rep, False)
-        self._in = select.poll()
-        self._in.register(rep, select.POLLIN)
-        self._out = select.poll()
-        self._out.register(req, select.POLLOUT)
+        self._fds = (request_fd, reply_fd, pidfd)
+        self._channel = protocol.HostChannel(request_fd, reply_fd, limits.max_message_bytes)
+        self._exchange = self._channel.exchange
+        self._timeout = limits.call_timeout
+        self._cap = limits.max_message_bytes
+        self._cpu_seconds = limits.episode_cpu_seconds
         self._lock = threading.Lock()
         self._seq = 0
         self._failure: str | None = None
         self._closed = False
         self._released = False
-        self._timeout = 1.0
-        self._cap = 0
-        self._cpu_seconds = 0
         self.hooks = frozenset()
         self.protections = {}
         self._after_hook: str | None = None
@@ -186,10 +187,12 @@ class RulesSession:
         finally:
             os.close(req_r)
             os.close(rep_w)
-        session = cls(owner, pid, pidfd, req_w, rep_r)
-        session._timeout = limits.call_timeout
-        session._cap = limits.max_message_bytes
-        session._cpu_seconds = limits.episode_cpu_seconds
+        try:
+            session = cls(owner, pid, pidfd, req_w, rep_r, limits)
+        except BaseException:
+            for fd in (req_w, rep_r, pidfd):
+                os.close(fd)
+            raise
         try:
             session._handshake(init, limits.call_timeout + _START_ALLOWANCE)
         except BaseException:
@@ -200,14 +203,14 @@ class RulesSession:
     def _handshake(self, init: dict[str, Any], timeout: float) -> None:
         deadline = _monotonic() + timeout
         try:
-            _write_frame(self._req, _encode(init, 0), self._out, deadline)
-            reply = _decode(_read_frame(self._rep, self._in, deadline, self._cap, 0))
+            reply = _decode(self._exchange(_encode(init, 0), 0, deadline))
         except protocol.FrameTimeout:
-            self._fail(None, f"loading the code timed out after {timeout:g}s")
+            raise self._fail(None, f"loading the code timed out after {timeout:g}s") from None
         except protocol.ChannelClosed:
-            self._fail(None, f"{self._death_reason()} while loading the code")
+            raise self._fail(None, f"{self._death_reason()} while loading the code") from None
         except protocol.FrameError as e:
-            self._fail(None, f"broke the protocol while loading the code ({e})")
+            reason = f"broke the protocol while loading the code ({e})"
+            raise self._fail(None, reason) from None
         if type(reply) is dict and "ready" in reply and type(reply["ready"]) is dict:
             ready = reply["ready"]
             hooks = ready.get("hooks")
@@ -219,13 +222,13 @@ class RulesSession:
                     self._after_hook = "filter_observation" if last else "modify_transition"
                 return
         if type(reply) is dict and type(reply.get("load_failed")) is str:
-            self._fail(None, f"loading the code raised {_clip(reply['load_failed'])}")
+            raise self._fail(None, f"loading the code raised {_clip(reply['load_failed'])}")
         if type(reply) is dict and type(reply.get("setup_failed")) is str:
             self._release()
             raise SandboxUnavailableError(
                 f"the sandbox child could not lock itself down: {_clip(reply['setup_failed'])}"
             )
-        self._fail(None, "broke the protocol while loading the code (unexpected reply)")
+        raise self._fail(None, "broke the protocol while loading the code (unexpected reply)")
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -249,7 +252,9 @@ class RulesSession:
             and type(value.get("args")) is dict
         ):
             return value
-        self._fail("filter_action", f"returned {_describe(value)}, expected {_ACTION_EXPECTED}")
+        raise self._fail(
+            "filter_action", f"returned {_describe(value)}, expected {_ACTION_EXPECTED}"
+        )
 
     def after_step(self, action: dict[str, Any], observation: str, state: dict[str, Any]) -> str:
         """Runs ``modify_transition`` then ``filter_observation`` in one round trip.
@@ -268,7 +273,7 @@ class RulesSession:
         value = self._call(hook, "after_step", [action, observation, state])
         if type(value) is str:
             return value
-        self._fail(hook, f"returned {_describe(value)}, expected a str")
+        raise self._fail(hook, f"returned {_describe(value)}, expected a str")
 
     def filter_observation(self, observation: str, state: dict[str, Any]) -> str:
         """Runs ``filter_observation`` on an observation (after a reset, for instance).
@@ -283,7 +288,7 @@ class RulesSession:
         value = self._call("filter_observation", "filter_observation", [observation, state])
         if type(value) is str:
             return value
-        self._fail("filter_observation", f"returned {_describe(value)}, expected a str")
+        raise self._fail("filter_observation", f"returned {_describe(value)}, expected a str")
 
     def _check_usable(self, hook: str) -> None:
         if self._failure is not None:
@@ -297,7 +302,7 @@ class RulesSession:
         with self._lock:
             if self._failure is not None or self._closed:
                 self._check_usable(hook)
-            if self._generation != template.current_generation():
+            if self._generation != template._generation:  # the hot path skips a call
                 raise RulesError(
                     "the session belongs to the process this one was forked from", hook=hook
                 )
@@ -314,39 +319,41 @@ class RulesSession:
             timeout = self._timeout
             deadline = _monotonic() + timeout
             try:
-                _write_frame(self._req, frame, self._out, deadline)
-                reply = _decode(_read_frame(self._rep, self._in, deadline, self._cap, seq))
+                reply = _decode(self._exchange(frame, seq, deadline))
             except protocol.FrameTimeout:
-                self._fail(hook, f"timed out after {timeout:g}s; the sandbox process was killed")
+                reason = f"timed out after {timeout:g}s; the sandbox process was killed"
+                raise self._fail(hook, reason) from None
             except protocol.ChannelClosed:
-                self._fail(hook, self._death_reason())
+                raise self._fail(hook, self._death_reason()) from None
             except protocol.FrameTooLarge as e:
-                self._fail(
-                    hook,
+                reason = (
                     f"sent a reply of {e.length} bytes, over max_message_bytes={e.cap}; "
-                    "the sandbox process was killed",
+                    "the sandbox process was killed"
                 )
+                raise self._fail(hook, reason) from None
             except protocol.FrameError as e:
-                self._fail(hook, f"broke the protocol ({e}); the sandbox process was killed")
+                reason = f"broke the protocol ({e}); the sandbox process was killed"
+                raise self._fail(hook, reason) from None
             except BaseException:  # e.g. KeyboardInterrupt mid-exchange: the stream is unknown
                 self._failure = "interrupted during a call"
                 self._release()
                 raise
             if type(reply) is dict and len(reply) == 1 and "ok" in reply:
                 return reply["ok"]
-            self._fail_from_reply(hook, reply)
+            raise self._fail_from_reply(hook, reply)
 
-    def _fail_from_reply(self, hook: str, reply: Any) -> None:
+    def _fail_from_reply(self, hook: str, reply: Any) -> RulesError:
+        """Turns an error reply from the child into the session's failure."""
         if type(reply) is not dict:
-            self._fail(hook, "broke the protocol (the reply is not an object)")
+            return self._fail(hook, "broke the protocol (the reply is not an object)")
         named = reply.get("hook")
         if named in self.hooks:
             hook = named
         raised, returned, too_big = reply.get("raised"), reply.get("returned"), reply.get("too_big")
         if type(raised) is str:
-            self._fail(hook, f"raised {_clip(raised)}")
+            return self._fail(hook, f"raised {_clip(raised)}")
         if type(too_big) is int:
-            self._fail(
+            return self._fail(
                 hook,
                 f"returned a value whose JSON is at least {too_big} bytes, over the cap "
                 f"max_message_bytes={self._cap}",
@@ -355,15 +362,16 @@ class RulesSession:
             expected = _ACTION_EXPECTED if hook == "filter_action" else "a str"
             detail = reply.get("detail")
             why = f"; {_clip(detail)}" if type(detail) is str and detail != expected else ""
-            self._fail(hook, f"returned {_clip(returned, 100)}, expected {expected}{why}")
-        self._fail(hook, "broke the protocol (unexpected reply)")
+            return self._fail(hook, f"returned {_clip(returned, 100)}, expected {expected}{why}")
+        return self._fail(hook, "broke the protocol (unexpected reply)")
 
     # -- failure and clean-up ----------------------------------------------------------------------
 
-    def _fail(self, hook: str | None, reason: str) -> Any:
+    def _fail(self, hook: str | None, reason: str) -> RulesError:
+        """Ends the session (kills the child, closes fds) and returns the error to raise."""
         self._failure = reason
         self._release()
-        raise RulesError(reason, hook=hook)
+        return RulesError(reason, hook=hook)
 
     def _exited(self, timeout: float = 0.0) -> bool:
         waiter = select.poll()
@@ -371,6 +379,8 @@ class RulesSession:
         return bool(waiter.poll(int(timeout * 1000)))
 
     def _death_reason(self) -> str:
+        if self._closed:
+            return "the session was closed during the call"
         if not self._exited(_EXIT_GRACE):
             self._kill()
             return "sandbox process died (it closed its channel and was killed)"
@@ -405,7 +415,7 @@ class RulesSession:
             return
         self._kill()
         self._released = True
-        for fd in (self._req, self._rep, self._pidfd):
+        for fd in self._fds:
             try:
                 os.close(fd)
             except OSError:

@@ -22,7 +22,7 @@ from typing import Any
 
 from envharness.errors import SandboxUnavailableError
 
-__all__ = ["Template", "current_generation", "get_template", "shutdown"]
+__all__ = ["Template", "TemplateGone", "current_generation", "get_template", "shutdown", "spawn"]
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 _START_TIMEOUT = 30.0  # seconds for the template to import its modules and say hello
@@ -193,6 +193,9 @@ def get_template() -> Template:
     global _template
     with _state_lock:
         template = _template
+        if template is not None and template.owner != os.getpid():
+            template._forget()  # a fork the at-fork hook did not see
+            template = None
         if template is None or not template.alive:
             if template is not None:
                 template.close()

@@ -1,0 +1,375 @@
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import socket
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from envharness import Action, InvalidActionError, load_bridge
+from envharness.errors import DependencyNotInstalled, EnvHarnessError, PolicyError
+from envharness.rollout.chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    ChatModelPolicy,
+    ChatModelPolicyFactory,
+    check_model_string,
+    model_providers,
+)
+from envharness.testing import FakeEnv, FakeToolCallingModel
+
+TEN_TIMES_TEN = {"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}
+
+
+def combine(a: str, op: str, b: str) -> Action:
+    return Action("combine", {"a": a, "op": op, "b": b})
+
+
+@pytest.fixture
+def toy():
+    env = load_bridge("toy24", task_id="4-4-10-10")
+    env.reset(seed=0)
+    return env
+
+
+def started(responses, toy, **options) -> tuple[ChatModelPolicy, FakeToolCallingModel]:
+    model = FakeToolCallingModel(responses=responses, **options)
+    policy = ChatModelPolicy(model)
+    policy.start(toy.instruction, toy.tools())
+    return policy, model
+
+
+def test_tool_call_becomes_an_action_and_tools_are_bound(toy):
+    policy, model = started([TEN_TIMES_TEN], toy)
+    assert policy.native_tool_calling
+    assert [t["function"]["name"] for t in model.bound_tools] == ["combine", "undo"]
+    assert model.bound_tools == [tool.to_openai() for tool in toy.tools()]
+    assert policy.act(toy.observe()) == combine("10", "*", "10")
+    (messages,) = model.calls
+    assert isinstance(messages[0], SystemMessage)
+    assert messages[0].content == DEFAULT_SYSTEM_PROMPT
+    assert isinstance(messages[1], HumanMessage)
+    assert toy.instruction in messages[1].content
+    assert "Numbers left: 4 4 10 10" in messages[1].content
+    assert policy.describe() == "fake-tool-calling"
+
+
+def test_each_observation_answers_the_previous_call(toy):
+    policy, model = started(
+        [TEN_TIMES_TEN, {"tool": "combine", "args": {"a": "100", "op": "-", "b": "4"}}], toy
+    )
+    first = policy.act(toy.observe())
+    observation = toy.step(first).observation
+    assert policy.act(observation) == combine("100", "-", "4")
+    last = model.calls[1][-1]
+    assert isinstance(last, ToolMessage)
+    assert last.content == observation
+    assert last.tool_call_id == model.calls[1][-2].tool_calls[0]["id"]
+    assert last.name == "combine" and last.status == "success"
+
+
+def test_no_tool_call_is_invalid_and_feedback_goes_back_as_human_message(toy):
+    policy, model = started(["I think 10 * 10 first.", TEN_TIMES_TEN], toy)
+    with pytest.raises(InvalidActionError, match="your reply called no tool.*combine, undo"):
+        policy.act(toy.observe())
+    assert policy.act("Feedback: call a tool.") == combine("10", "*", "10")
+    last = model.calls[1][-1]
+    assert isinstance(last, HumanMessage) and "Feedback: call a tool." in last.content
+    assert isinstance(model.calls[1][-2], AIMessage)
+
+
+def test_unknown_tool_is_invalid_and_feedback_answers_the_call(toy):
+    policy, model = started([{"tool": "fly", "args": {}, "id": "c1"}, TEN_TIMES_TEN], toy)
+    with pytest.raises(InvalidActionError, match=r"unknown tool 'fly'; tools: combine <a>"):
+        policy.act(toy.observe())
+    policy.act("That tool does not exist.")
+    last = model.calls[1][-1]
+    assert isinstance(last, ToolMessage)
+    assert (last.tool_call_id, last.status) == ("c1", "error")
+    assert last.content == "That tool does not exist."
+
+
+def test_bad_arguments_are_invalid(toy):
+    policy, _ = started(
+        [
+            {"tool": "combine", "args": {"a": "10", "op": "*"}},
+            {"tool": "combine", "args": {"a": "10", "op": "^", "b": "10"}},
+            {"tool": "combine", "args": {"a": 10, "op": "*", "b": 10}},
+        ],
+        toy,
+    )
+    with pytest.raises(InvalidActionError, match="missing required argument 'b'"):
+        policy.act(toy.observe())
+    with pytest.raises(InvalidActionError, match=r"tool 'combine': .*expected one of"):
+        policy.act("bad")
+    # numbers given for string parameters are converted, as the schema says
+    assert policy.act("bad") == combine("10", "*", "10")
+
+
+def test_malformed_tool_call_arguments_are_invalid(toy):
+    reply = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "type": "invalid_tool_call",
+                "id": "c9",
+                "name": "combine",
+                "args": '{"a": 10,',
+                "error": "unterminated",
+            }
+        ],
+    )
+    policy, model = started([reply, TEN_TIMES_TEN], toy)
+    with pytest.raises(InvalidActionError, match="not valid JSON"):
+        policy.act(toy.observe())
+    policy.act("Fix the JSON.")
+    assert model.calls[1][-1].tool_call_id == "c9"
+
+
+def test_several_calls_play_the_first_and_ignore_the_rest(toy):
+    policy, model = started(
+        [[TEN_TIMES_TEN, {"tool": "undo", "args": {}}, {"tool": "undo", "args": {}}], "done"],
+        toy,
+    )
+    assert policy.act(toy.observe()) == combine("10", "*", "10")
+    with pytest.raises(InvalidActionError):
+        policy.act("Numbers left: 4 4 100")
+    reply = model.calls[1][-4]
+    answers = model.calls[1][-3:]
+    assert [m.tool_call_id for m in answers] == [c["id"] for c in reply.tool_calls]
+    assert answers[0].content == "Numbers left: 4 4 100"
+    assert [m.content for m in answers[1:]] == ["Ignored: one action per turn."] * 2
+
+
+def test_usage_is_summed_over_the_episode(toy):
+    policy, model = started([TEN_TIMES_TEN, "hmm", TEN_TIMES_TEN], toy)
+    policy.act(toy.observe())
+    with pytest.raises(InvalidActionError):
+        policy.act("next")
+    policy.act("next")
+    inputs = sum(sum(len(m.content) for m in call) // 4 for call in model.calls)
+    assert policy.usage() == {
+        "input_tokens": inputs,
+        "output_tokens": 15,
+        "total_tokens": inputs + 15,
+    }
+    policy.start(toy.instruction, toy.tools())
+    assert policy.usage()["total_tokens"] == 0
+
+
+def test_own_usage_metadata_is_respected(toy):
+    reply = AIMessage(
+        content="",
+        tool_calls=[{"name": "undo", "args": {}, "id": "u"}],
+        usage_metadata={"input_tokens": 100, "output_tokens": 7, "total_tokens": 107},
+    )
+    policy, _ = started([reply], toy)
+    policy.act(toy.observe())
+    assert policy.usage() == {"input_tokens": 100, "output_tokens": 7, "total_tokens": 107}
+
+
+def test_json_fallback_when_the_model_has_no_tool_calling(toy):
+    replies = [
+        'Let me multiply.\n```json\n{"tool": "combine", "args": {"a": "10", "op": "*", '
+        '"b": "10"}}\n```',
+        "I give up.",
+        '{"name": "undo", "arguments": {}}',
+        '{"tool": "jump", "args": {}}',
+    ]
+    policy, model = started(replies, toy, tool_calling=False)
+    assert not policy.native_tool_calling and model.bound_tools == []
+    system = policy.messages[0].content
+    assert '{"tool": "<tool name>", "args": {<arguments>}}' in system
+    assert "- combine:" in system and "usage: combine <a> <op> <b>" in system
+    assert policy.act(toy.observe()) == combine("10", "*", "10")
+    with pytest.raises(InvalidActionError, match="no JSON object"):
+        policy.act("Numbers left: 4 4 100")
+    assert policy.act("Reply with JSON.") == Action("undo")
+    assert isinstance(model.calls[2][-1], HumanMessage)
+    assert "Reply with JSON." in model.calls[2][-1].content
+    with pytest.raises(InvalidActionError, match="unknown tool 'jump'"):
+        policy.act("ok")
+
+
+def test_tool_calling_false_skips_bind_tools(toy):
+    model = FakeToolCallingModel(responses=['{"tool": "undo", "args": {}}'])
+    policy = ChatModelPolicy(model, tool_calling=False)
+    policy.start(toy.instruction, toy.tools())
+    assert model.bound_tools == [] and policy.act("x") == Action("undo")
+
+
+def test_system_prompt_and_skills(toy):
+    model = FakeToolCallingModel(responses=[TEN_TIMES_TEN])
+    policy = ChatModelPolicy(
+        model, system_prompt="You play the game of 24.", skills=["Aim for 4 * 6.", "Undo early."]
+    )
+    policy.start(toy.instruction, toy.tools())
+    policy.act(toy.observe())
+    system = model.calls[0][0].content
+    assert system.startswith("You play the game of 24.")
+    assert DEFAULT_SYSTEM_PROMPT not in system
+    assert system.endswith("Useful skills:\n- Aim for 4 * 6.\n- Undo early.")
+
+
+def test_model_failure_is_a_policy_error(toy):
+    policy, _ = started([TimeoutError("the provider timed out")], toy)
+    with pytest.raises(PolicyError, match="failed: TimeoutError: the provider timed out"):
+        policy.act(toy.observe())
+
+
+def test_running_out_of_replies_is_reported(toy):
+    policy, _ = started([], toy)
+    with pytest.raises(EnvHarnessError, match="ran out of scripted responses"):
+        policy.act(toy.observe())
+
+
+def test_bind_tools_failure_is_a_policy_error(toy):
+    class Broken(FakeToolCallingModel):
+        def bind_tools(self, tools, **kwargs):
+            raise ValueError("schema rejected")
+
+    with pytest.raises(PolicyError, match="cannot bind the tools .*schema rejected"):
+        ChatModelPolicy(Broken()).start(toy.instruction, toy.tools())
+
+
+def test_argument_errors(toy):
+    model = FakeToolCallingModel()
+    with pytest.raises(PolicyError, match="call start"):
+        ChatModelPolicy(model).act("x")
+    with pytest.raises(PolicyError, match="system_prompt: expected a str or None, got int"):
+        ChatModelPolicy(model, system_prompt=3)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="skills: expected a list of str, got str"):
+        ChatModelPolicy(model, skills="be smart")  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="skills: expected non-empty str entries"):
+        ChatModelPolicy(model, skills=[""])
+    with pytest.raises(PolicyError, match="tool_calling: expected a bool"):
+        ChatModelPolicy(model, tool_calling="yes")  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="expected a LangChain chat model or a model string"):
+        ChatModelPolicy(object())
+    with pytest.raises(PolicyError, match="model_kwargs apply to a model string"):
+        ChatModelPolicy(model, model_kwargs={"temperature": 0})
+    with pytest.raises(PolicyError, match="non-empty list of ToolSpec"):
+        ChatModelPolicy(model).start("", [])
+
+
+def test_plays_an_episode_through_the_rollout_loop():
+    rollout = pytest.importorskip("envharness.rollout.loop").rollout
+    model = FakeToolCallingModel(
+        responses=[
+            TEN_TIMES_TEN,
+            "Now subtract.",
+            {"tool": "combine", "args": {"a": "100", "op": "-", "b": "4"}},
+            {"tool": "combine", "args": {"a": "96", "op": "/", "b": "4"}},
+        ]
+    )
+    trajectory = rollout(load_bridge("toy24", task_id="4-4-10-10"), ChatModelPolicy(model), seed=0)
+    assert trajectory.success
+    assert len(trajectory.steps) == 4 and trajectory.steps[1].invalid
+    feedback = model.calls[2][-1]
+    assert isinstance(feedback, HumanMessage) and "called no tool" in feedback.content
+
+
+# -- model strings ---------------------------------------------------------------------------------
+
+
+def test_check_model_string():
+    assert check_model_string("openai:gpt-4o-mini") == ("openai", "gpt-4o-mini")
+    assert check_model_string("ollama:llama3:8b") == ("ollama", "llama3:8b")
+    assert check_model_string("gpt-4o-mini") == ("", "gpt-4o-mini")
+    assert model_providers()["ollama"] == "langchain-ollama"
+    with pytest.raises(PolicyError, match="unknown model provider 'nope'.*google_genai"):
+        check_model_string("nope:model")
+    with pytest.raises(PolicyError, match="no model name after the provider"):
+        check_model_string("openai:")
+    with pytest.raises(PolicyError, match="expected a model string"):
+        check_model_string("")
+
+
+def _installed(*modules: str) -> bool:
+    return any(importlib.util.find_spec(m) is not None for m in modules)
+
+
+@pytest.mark.skipif(
+    _installed("langchain_ollama", "langchain_community"), reason="an ollama package is installed"
+)
+def test_missing_provider_package_names_it():
+    with pytest.raises(PolicyError, match="needs the package 'langchain-ollama'.*pip install"):
+        ChatModelPolicy("ollama:llama3")
+    with pytest.raises(PolicyError, match="pip install langchain-ollama"):
+        ChatModelPolicyFactory("ollama:llama3")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    for key in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def test_google_model_string_without_key_makes_no_network_call(no_network):
+    if not _installed("langchain_google_genai"):
+        with pytest.raises(DependencyNotInstalled, match=r"pip install 'envharness\[google\]'"):
+            ChatModelPolicy("google_genai:gemini-2.5-flash")
+        with pytest.raises(DependencyNotInstalled, match="langchain-google-genai"):
+            ChatModelPolicyFactory("google_genai:gemini-2.5-flash")
+        return
+    try:
+        policy = ChatModelPolicy("google_genai:gemini-2.5-flash")
+    except PolicyError as e:  # no key: a clear error, still without a connection
+        assert "gemini-2.5-flash" in str(e)
+    else:
+        assert policy.describe() == "google_genai:gemini-2.5-flash"
+
+
+@pytest.fixture
+def fake_init(monkeypatch):
+    import langchain.chat_models
+
+    built = []
+
+    def init_chat_model(model, **kwargs):
+        if model == "broken":
+            raise ValueError("no such model")
+        built.append((model, kwargs))
+        return FakeToolCallingModel(responses=[{"tool": "noop", "args": {}}], model_name=model)
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", init_chat_model)
+    return built
+
+
+def test_model_string_is_resolved_with_init_chat_model(fake_init):
+    policy = ChatModelPolicy("my-model", model_kwargs={"temperature": 0})
+    assert fake_init == [("my-model", {"temperature": 0})]
+    assert policy.describe() == "my-model"
+    env = FakeEnv()
+    policy.start(env.instruction, env.tools())
+    assert policy.act(env.reset()[0]) == Action("noop")
+    with pytest.raises(PolicyError, match="cannot build the chat model 'broken': ValueError"):
+        ChatModelPolicy("broken")
+
+
+def test_factory_with_a_model_string_pickles_and_builds_once_per_process(fake_init):
+    factory = ChatModelPolicyFactory("my-model", skills=["Be brief."])
+    copy = pickle.loads(pickle.dumps(factory))
+    assert copy.describe() == "my-model" and fake_init == []
+    first, second = copy(0), copy(1)
+    assert len(fake_init) == 1 and first.model is second.model
+    assert first.describe() == "my-model" and first.skills == ("Be brief.",)
+    again = pickle.loads(pickle.dumps(copy))
+    assert again._built is None
+
+
+def test_factory_with_a_model_object_is_for_threads_only(toy):
+    model = FakeToolCallingModel(responses=[TEN_TIMES_TEN])
+    factory = ChatModelPolicyFactory(model, tool_calling=True)
+    policy = factory(0)
+    assert policy.model is model and factory.describe() == "fake-tool-calling"
+    policy.start(toy.instruction, toy.tools())
+    assert policy.act(toy.observe()) == combine("10", "*", "10")
+    with pytest.raises(PolicyError, match="cannot cross process boundaries"):
+        pickle.dumps(factory)
+    assert "fake-tool-calling" in repr(factory)
