@@ -22,7 +22,7 @@ from envharness.errors import (
     InvalidActionError,
     PolicyError,
 )
-from envharness.parsing import parse_action, tool_usage
+from envharness.parsing import parse_action
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
@@ -386,10 +386,7 @@ class ChatModelPolicy:
             listing = [_JSON_FORMAT]
             for tool in self._tools:
                 schema = json.dumps(tool.parameters, separators=(",", ":"))
-                listing.append(
-                    f"- {tool.name}: {tool.description}\n  usage: {tool_usage(tool)}\n"
-                    f"  arguments: {schema}"
-                )
+                listing.append(f"- {tool.name}: {tool.description}\n  arguments: {schema}")
             parts.append("\n".join(listing))
         if self.skills:
             parts.append("Useful skills:\n" + "\n".join(f"- {skill}" for skill in self.skills))

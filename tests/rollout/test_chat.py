@@ -180,7 +180,7 @@ def test_json_fallback_when_the_model_has_no_tool_calling(toy):
     assert not policy.native_tool_calling and model.bound_tools == []
     system = policy.messages[0].content
     assert '{"tool": "<tool name>", "args": {<arguments>}}' in system
-    assert "- combine:" in system and "usage: combine <a> <op> <b>" in system
+    assert "- combine: Combine two" in system and '"enum":["+","-","*","/"]' in system
     assert policy.act(toy.observe()) == combine("10", "*", "10")
     with pytest.raises(InvalidActionError, match="no JSON object"):
         policy.act("Numbers left: 4 4 100")

@@ -34,7 +34,7 @@ def test_random_and_scripted_strings(tmp_path):
     script.write_text(json.dumps({"tool": "undo", "args": {}}) + "\n")
     factory = policy_factory(f"scripted:{script}")
     assert isinstance(factory, ScriptedPolicyFactory)
-    assert isinstance(factory(0), ScriptedPolicy) and factory(0).act("") .tool == "undo"
+    assert isinstance(factory(0), ScriptedPolicy) and factory(0).act("").tool == "undo"
 
 
 def test_factories_pass_through():
@@ -79,7 +79,10 @@ def test_model_string_with_missing_package_fails_early():
         ("scripted:/no/such/file.txt", "cannot read the script file"),
         ("smart", "unknown policy 'smart'; accepted forms: 'oracle'.*'random'.*'scripted:FILE'"),
         ("", "unknown policy ''; accepted forms"),
-        ("gpt5:turbo", "unknown policy 'gpt5:turbo': unknown model provider 'gpt5'.*accepted forms"),
+        (
+            "gpt5:turbo",
+            "unknown policy 'gpt5:turbo': unknown model provider 'gpt5'.*accepted forms",
+        ),
         (":x", "unknown policy ':x'"),
     ],
 )
@@ -92,3 +95,12 @@ def test_not_a_string():
     with pytest.raises(PolicyError, match="expected a policy string or a policy factory, got int"):
         policy_factory(3)  # type: ignore[arg-type]
     assert "PROVIDER:MODEL" in POLICY_FORMS
+
+
+def test_model_string_with_installed_provider_gives_a_picklable_chat_factory(monkeypatch):
+    import envharness.rollout.chat as chat
+
+    monkeypatch.setattr(chat, "_require_packages", lambda model, provider: None)
+    factory = policy_factory("openai:gpt-4o-mini")
+    assert isinstance(factory, ChatModelPolicyFactory)
+    assert pickle.loads(pickle.dumps(factory)).describe() == "openai:gpt-4o-mini"

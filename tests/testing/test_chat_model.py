@@ -58,8 +58,10 @@ def test_records_calls_and_usage():
 
 def test_bind_tools_records_schemas_and_returns_the_model():
     model = FakeToolCallingModel(responses=[])
-    bound = model.bind_tools([add, {"title": "undo", "description": "Undo.", "type": "object",
-                                    "properties": {}}], tool_choice="any")
+    bound = model.bind_tools(
+        [add, {"title": "undo", "description": "Undo.", "type": "object", "properties": {}}],
+        tool_choice="any",
+    )
     assert bound is model
     assert [t["function"]["name"] for t in model.bound_tools] == ["add", "undo"]
     assert model.bound_tools[0]["function"]["parameters"]["required"] == ["a", "b"]
