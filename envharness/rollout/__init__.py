@@ -1,1 +1,85 @@
-"""Placeholder."""
+"""Rollouts: black-box policies play harnessed envs; trajectories, statistics and run stores.
+
+- :mod:`~envharness.rollout.policy`: the ``Policy`` protocol (``start`` then ``act``).
+- :mod:`~envharness.rollout.policies`: offline policies (scripted, random, calibrated oracle).
+- :mod:`~envharness.rollout.chat`: ``ChatModelPolicy`` over any LangChain chat model (imported
+  lazily: this package does not need LangChain).
+- :mod:`~envharness.rollout.loop`: ``rollout(env, policy)`` → :class:`Trajectory`.
+- :mod:`~envharness.rollout.stats`: ``RolloutStats`` over K trajectories (what EnvRigger decides
+  from).
+- :mod:`~envharness.rollout.store`: ``RunStore``, trajectories as JSONL in a run directory.
+
+Example:
+    >>> from envharness import load_bridge
+    >>> from envharness.rollout import OraclePolicy, rollout
+    >>> trajectory = rollout(load_bridge("toy24", task_id="4-4-10-10"), OraclePolicy(1.0, seed=0))
+    >>> trajectory.success, trajectory.end_reason
+    (True, 'terminated')
+"""
+
+from __future__ import annotations
+
+from envharness.rollout.factory import POLICY_FORMS, policy_factory
+from envharness.rollout.loop import invalid_action_feedback, rollout
+from envharness.rollout.policies import (
+    OraclePolicy,
+    OraclePolicyFactory,
+    RandomPolicy,
+    RandomPolicyFactory,
+    ScriptedPolicy,
+    ScriptedPolicyFactory,
+    load_script,
+)
+from envharness.rollout.policy import (
+    Policy,
+    PolicyFactory,
+    PrivilegedPolicy,
+    TokenUsage,
+    describe_policy,
+    policy_usage,
+)
+from envharness.rollout.stats import (
+    FAILURE_CATEGORIES,
+    RolloutStats,
+    failure_category,
+    find_loop,
+    stats_by_task,
+    wilson_interval,
+)
+from envharness.rollout.store import RunStore
+from envharness.rollout.trajectory import END_REASONS, EndReason, Step, Trajectory
+
+__all__ = [
+    # policies
+    "OraclePolicy",
+    "OraclePolicyFactory",
+    "POLICY_FORMS",
+    "Policy",
+    "PolicyFactory",
+    "PrivilegedPolicy",
+    "RandomPolicy",
+    "RandomPolicyFactory",
+    "ScriptedPolicy",
+    "ScriptedPolicyFactory",
+    "TokenUsage",
+    "describe_policy",
+    "load_script",
+    "policy_factory",
+    "policy_usage",
+    # the loop and its record
+    "END_REASONS",
+    "EndReason",
+    "Step",
+    "Trajectory",
+    "invalid_action_feedback",
+    "rollout",
+    # statistics
+    "FAILURE_CATEGORIES",
+    "RolloutStats",
+    "failure_category",
+    "find_loop",
+    "stats_by_task",
+    "wilson_interval",
+    # storage
+    "RunStore",
+]

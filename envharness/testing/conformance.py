@@ -587,6 +587,7 @@ def check_bridge(
         ConformanceError: Listing every failure, each naming its check and what was expected.
 
     Example:
+        >>> from envharness.testing import FakeEnv
         >>> check_bridge(FakeEnv(), actions=[{"tool": "noop", "args": {}}]).passed[:3]
         ('attributes', 'tools', 'reset')
     """
