@@ -17,6 +17,8 @@ catch the whole family with one ``except`` clause. Errors carry structured field
     ├── PolicyError                 a policy cannot be built (unknown policy string, bad model)
     ├── TrajectoryError             a trajectory record or run directory is malformed
     ├── ExecutorError               an executor cannot run (e.g. a worker pool failed to start)
+    ├── RiggerError                 a rig cannot run (bad objective or settings)
+    │   └── DesignerError           a designer or diagnoser model failed or misbehaved
     ├── ConformanceError            a bridge failed ``envharness.testing.check_bridge``
     └── DependencyNotInstalled      an optional dependency is missing (names the extra)
 """
@@ -29,11 +31,13 @@ __all__ = [
     "BridgeError",
     "ConformanceError",
     "DependencyNotInstalled",
+    "DesignerError",
     "EnvHarnessError",
     "EpisodeError",
     "ExecutorError",
     "InvalidActionError",
     "PolicyError",
+    "RiggerError",
     "RulesError",
     "SandboxUnavailableError",
     "SetupError",
@@ -139,6 +143,14 @@ class TrajectoryError(EnvHarnessError):
 
 class ExecutorError(EnvHarnessError):
     """Raised when an executor cannot run the rollouts (e.g. its workers cannot start)."""
+
+
+class RiggerError(EnvHarnessError):
+    """Raised when a rig cannot run: a bad objective, bad settings, an unusable run directory."""
+
+
+class DesignerError(RiggerError):
+    """Raised when a designer or diagnoser model fails or keeps misbehaving."""
 
 
 class ConformanceError(EnvHarnessError):
