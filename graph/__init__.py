@@ -1,1 +1,26 @@
-"""Placeholder."""
+"""EnvRigger: the LangGraph state machine that rigs a harness to one black-box policy.
+
+``observer`` plays K baseline rollouts, ``diagnoser`` finds the policy's weakness, ``writer``
+proposes Setups/Rules/Link components (a tool-calling designer model, or the offline heuristic),
+``validator`` judges them on K fresh rollouts; a router loops write↔validate until the candidate
+is accepted or the iterations run out. :func:`rig` runs it over many tasks with a SQLite
+checkpointer, so an interrupted rig resumes.
+
+Installed as ``envharness.graph``; needs the ``rigger`` extra (langgraph, langchain).
+"""
+
+from envharness.graph.context import RiggerContext
+from envharness.graph.objective import Objective
+from envharness.graph.records import Candidate, Diagnosis, Verdict, Weakness
+from envharness.graph.rigger import build_rigger, graph
+
+__all__ = [
+    "Candidate",
+    "Diagnosis",
+    "Objective",
+    "RiggerContext",
+    "Verdict",
+    "Weakness",
+    "build_rigger",
+    "graph",
+]

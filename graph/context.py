@@ -1,0 +1,133 @@
+"""Run settings of a rig, passed as the graph's context (``context_schema``), not in its state."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envharness.graph.objective import Objective
+
+from envharness.errors import RiggerError
+from envharness.rollout.executors import Executor
+from envharness.rollout.factory import policy_factory
+from envharness.rollout.policy import PolicyFactory, describe_policy
+from envharness.rollout.store import RunStore
+
+__all__ = ["RiggerContext", "open_store"]
+
+_STORES: dict[Path, RunStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def open_store(run_dir: str | Path) -> RunStore:
+    """The run's trajectory store (``RUN/trajectories``), opened once per process and shared."""
+    path = (Path(run_dir) / "trajectories").resolve()
+    with _STORES_LOCK:
+        store = _STORES.get(path)
+        if store is None:
+            store = _STORES[path] = RunStore(path)
+        return store
+
+
+@dataclass
+class RiggerContext:
+    """How a rig runs: models, policy, executor, budgets and objective.
+
+    Attributes:
+        run_dir: The run directory (trajectories, accepted and rejected specs, checkpoints).
+        policy: The black-box policy: a policy string (``oracle:0.7``, ``random``, a model
+            string) or a picklable factory ``factory(seed) -> Policy``.
+        designer: The writer's model: ``"heuristic"`` (offline, rule-based), a model string for
+            ``init_chat_model`` (e.g. ``google_genai:gemini-2.5-flash``) or a chat model object.
+        diagnoser: The diagnoser's model, same forms; ``None`` uses the designer's.
+        objective: ``auto``, ``sr:LOW-HIGH``, ``steps:LOW-HIGH`` or a plain-language weakness.
+        k_observe: Baseline rollouts per task.
+        k_validate: Validation rollouts per candidate (fewer when the decision settles early).
+        max_iterations: Write→validate iterations before giving up.
+        executor: Where rollouts run (a ``LocalExecutor`` or ``RayExecutor``); ``None`` runs
+            them in the calling thread.
+        require_approval: Pause before accepting (a LangGraph ``interrupt``) for a human to
+            approve with ``Command(resume=True)`` or refuse with ``Command(resume=False)``.
+        siblings: Tasks of the same bridge the heuristic may link to lengthen the horizon.
+        max_designer_turns: Model calls the designer agent may spend per candidate.
+        seed: The first rollout seed (baseline and validation use the same seeds).
+        metadata: Extra metadata for traces (LangSmith).
+    """
+
+    run_dir: str = "runs/rig"
+    policy: str | PolicyFactory = "oracle:0.5"
+    designer: Any = "heuristic"
+    diagnoser: Any = None
+    objective: str | Objective = "auto"
+    k_observe: int = 5
+    k_validate: int = 5
+    max_iterations: int = 5
+    executor: Executor | None = None
+    require_approval: bool = False
+    siblings: list[str] = field(default_factory=list)
+    max_designer_turns: int = 12
+    seed: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("k_observe", "k_validate", "max_iterations", "max_designer_turns"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RiggerError(f"expected {name} to be a positive int, got {value!r}")
+        self.objective = Objective.parse(self.objective)
+        if self.objective.kind == "deficiency" and self._is_heuristic(self.writer_model):
+            raise RiggerError(
+                "the heuristic designer cannot target a plain-language deficiency "
+                f"({self.objective.text!r}); configure a model with designer=MODEL, or use "
+                "'auto' or a band objective such as 'sr:0.4-0.6'"
+            )
+        self._factory = policy_factory(self.policy)
+
+    @staticmethod
+    def _is_heuristic(model: Any) -> bool:
+        return model is None or (isinstance(model, str) and model.strip().lower() == "heuristic")
+
+    @property
+    def writer_model(self) -> Any:
+        """The writer's model (``"heuristic"`` for the offline designer)."""
+        return self.designer
+
+    @property
+    def diagnoser_model(self) -> Any:
+        """The diagnoser's model (the designer's when not set)."""
+        return self.designer if self.diagnoser is None else self.diagnoser
+
+    def uses_heuristic(self, node: str) -> bool:
+        """Whether ``node`` (``writer`` or ``diagnoser``) runs the heuristic."""
+        model = self.writer_model if node == "writer" else self.diagnoser_model
+        return self._is_heuristic(model)
+
+    @property
+    def policy_factory(self) -> PolicyFactory:
+        """The policy as a factory."""
+        return self._factory
+
+    @property
+    def policy_name(self) -> str:
+        """The policy's description (as stored with trajectories)."""
+        return describe_policy(self._factory)
+
+    @property
+    def store(self) -> RunStore:
+        """The run's trajectory store."""
+        return open_store(self.run_dir)
+
+    def model_name(self, node: str) -> str:
+        """A printable name of the model behind ``node``."""
+        model = self.writer_model if node == "writer" else self.diagnoser_model
+        if self._is_heuristic(model):
+            return "heuristic"
+        if isinstance(model, str):
+            return model
+        return (
+            getattr(model, "model_name", None)
+            or getattr(model, "model", None)
+            or type(model).__name__
+        )

@@ -1,0 +1,29 @@
+"""``observer``: K baseline rollouts of the policy on the task as it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envharness.graph.context import RiggerContext
+from envharness.graph.nodes._common import play
+from envharness.graph.state import RiggerState
+from langgraph.runtime import Runtime
+
+from envharness.harness.spec import HarnessSpec
+from envharness.rollout.stats import RolloutStats
+
+__all__ = ["observer"]
+
+
+def observer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
+    """Plays ``k_observe`` episodes of the base spec and records their statistics."""
+    context = runtime.context
+    spec = HarnessSpec.from_dict(state["base_spec"])
+    trajectories, keys = play(context, spec, context.k_observe, first_seed=context.seed)
+    return {
+        "baseline": keys,
+        "baseline_stats": RolloutStats.from_trajectories(trajectories).to_dict(),
+        "rollouts": len(trajectories),
+        "iteration": 0,
+        "status": "running",
+    }

@@ -1,0 +1,75 @@
+"""``writer``: the designer proposes a candidate harness (heuristic templates or a model agent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envharness.graph.context import RiggerContext
+from envharness.graph.heuristic import DesignContext, HeuristicDesigner
+from envharness.graph.nodes._common import load_trajectories, trace_config
+from envharness.graph.records import Candidate, Diagnosis, Verdict
+from envharness.graph.state import RiggerState
+from langgraph.runtime import Runtime
+
+from envharness.harness.spec import HarnessSpec
+
+__all__ = ["writer"]
+
+_NOTHING_TO_CHANGE = "the baseline already meets the objective; no component is needed"
+
+
+def _history(state: RiggerState) -> list[tuple[Candidate, Verdict]]:
+    return [
+        (Candidate.from_dict(a["candidate"]), Verdict.from_dict(a["verdict"]))
+        for a in state.get("attempts", [])
+        if a["candidate"] is not None
+    ]
+
+
+def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
+    """Writes the next candidate, steered by the diagnosis and the previous verdicts."""
+    context = runtime.context
+    iteration = state.get("iteration", 0) + 1
+    diagnosis = Diagnosis.from_dict(state["diagnosis"])
+    base = HarnessSpec.from_dict(state["base_spec"])
+    history = _history(state)
+    designer = context.model_name("writer")
+    calls = 0
+    if diagnosis.direction == "none":
+        candidate: Candidate | None = Candidate(rationale=_NOTHING_TO_CHANGE)
+    elif context.uses_heuristic("writer"):
+        baseline = load_trajectories(context, state["baseline"])
+        siblings = [t for t in context.siblings if t != state["task_id"]]
+        design = DesignContext.from_spec(base, baseline, siblings=siblings)
+        candidate = HeuristicDesigner().propose(design, diagnosis, context.objective, history)
+    else:
+        from envharness.graph.designer import resolve_model, run_designer
+        from envharness.tools import DesignSession
+
+        from envharness.rollout.stats import RolloutStats
+
+        session = DesignSession(
+            base_spec=base,
+            trajectories=load_trajectories(context, state["baseline"]),
+            stats=RolloutStats.from_dict(state["baseline_stats"]),
+            diagnosis=diagnosis,
+            objective=context.objective,
+        )
+        feedback = history[-1][1].reason if history else None
+        candidate = run_designer(
+            resolve_model(context.writer_model),
+            session,
+            diagnosis=diagnosis,
+            objective=context.objective,
+            feedback=feedback,
+            max_turns=context.max_designer_turns,
+            config=trace_config("writer", state, context),
+        )
+        calls = session.model_calls
+    return {
+        "candidate": candidate.to_dict() if candidate is not None else None,
+        "candidate_designer": designer,
+        "candidate_model_calls": calls,
+        "iteration": iteration,
+        "model_calls": calls,
+    }

@@ -1,0 +1,49 @@
+"""What a rig leaves in its run directory: accepted specs and rejected attempts, per task.
+
+``RUN/accepted/<task>.json`` is a :class:`~envharness.harness.HarnessSpec` with lineage (load it
+with ``HarnessSpec.from_json``); ``RUN/rejected/<task>.json`` lists the attempts and why each
+failed. Trajectories live in ``RUN/trajectories/`` (a :class:`~envharness.rollout.RunStore`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["accepted_path", "rejected_path", "task_filename", "write_json"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def task_filename(task_id: str) -> str:
+    """A file name for a task id (path separators and other unsafe characters replaced)."""
+    name = _UNSAFE.sub("_", task_id).strip("._") or "task"
+    return f"{name}.json"
+
+
+def accepted_path(run_dir: str | Path, task_id: str) -> Path:
+    """Where the accepted spec of ``task_id`` is written."""
+    return Path(run_dir) / "accepted" / task_filename(task_id)
+
+
+def rejected_path(run_dir: str | Path, task_id: str) -> Path:
+    """Where the rejected attempts of ``task_id`` are written."""
+    return Path(run_dir) / "rejected" / task_filename(task_id)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Writes ``data`` as JSON atomically (a temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, allow_nan=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

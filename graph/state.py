@@ -1,0 +1,80 @@
+"""The rigger graph's state: one task's rig, as a TypedDict with reducers for what accumulates.
+
+Trajectories are not held in the state (checkpoints stay small): the state holds their keys in
+the run's :class:`~envharness.rollout.RunStore`, which holds the trajectories themselves.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerState"]
+
+RigStatus = Literal["running", "accepted", "rejected"]
+
+
+class Attempt(TypedDict):
+    """One write→validate iteration.
+
+    Keys:
+        iteration: 1-based iteration number.
+        candidate: The :class:`~envharness.graph.records.Candidate` as a dict (``None`` when the
+            designer had nothing to propose).
+        spec: The candidate's harness spec as a dict (``None`` without a candidate).
+        verdict: The :class:`~envharness.graph.records.Verdict` as a dict.
+        trajectories: Run-store keys of the validation rollouts.
+        designer: ``heuristic`` or the model that wrote it.
+        model_calls: Model calls the writer spent on it.
+    """
+
+    iteration: int
+    candidate: dict[str, Any] | None
+    spec: dict[str, Any] | None
+    verdict: dict[str, Any]
+    trajectories: list[str]
+    designer: str
+    model_calls: int
+
+
+class RiggerInput(TypedDict):
+    """What a rig starts from: the task and the spec to rig (a bare bridge or a harness)."""
+
+    task_id: str
+    base_spec: dict[str, Any]
+
+
+class RiggerState(TypedDict, total=False):
+    """The state of one task's rig.
+
+    Keys:
+        task_id: The task (also the thread id).
+        base_spec: The spec being rigged, as a dict.
+        baseline: Run-store keys of the observe rollouts (accumulates).
+        baseline_stats: Their :class:`~envharness.rollout.RolloutStats` as a dict.
+        diagnosis: The :class:`~envharness.graph.records.Diagnosis` as a dict.
+        candidate: The writer's latest candidate as a dict (``None`` when it had none).
+        candidate_designer: Who wrote it.
+        candidate_model_calls: Model calls spent writing it.
+        attempts: Every write→validate iteration (accumulates).
+        iteration: Iterations started so far.
+        status: ``running``, ``accepted`` or ``rejected``.
+        accepted_spec: The accepted harness spec with lineage, as a dict.
+        rollouts: Rollouts spent on this task (accumulates).
+        model_calls: Model calls spent on this task (accumulates).
+    """
+
+    task_id: str
+    base_spec: dict[str, Any]
+    baseline: Annotated[list[str], operator.add]
+    baseline_stats: dict[str, Any]
+    diagnosis: dict[str, Any]
+    candidate: dict[str, Any] | None
+    candidate_designer: str
+    candidate_model_calls: int
+    attempts: Annotated[list[Attempt], operator.add]
+    iteration: int
+    status: RigStatus
+    accepted_spec: dict[str, Any] | None
+    rollouts: Annotated[int, operator.add]
+    model_calls: Annotated[int, operator.add]
