@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envharness.graph.objective import Objective
-
 from envharness.errors import RiggerError
+from envharness.graph.objective import Objective
 from envharness.rollout.executors import Executor
 from envharness.rollout.factory import policy_factory
 from envharness.rollout.policy import PolicyFactory, describe_policy

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from envharness.graph.objective import Objective
 from envharness.graph.records import Verdict
-
 from envharness.rollout.stats import RolloutStats, wilson_interval
 from envharness.rollout.trajectory import Trajectory
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
+
 from envharness.graph.context import RiggerContext
 from envharness.graph.nodes import diagnoser, observer, route_after_validator, validator, writer
 from envharness.graph.state import RiggerInput, RiggerState
-from langgraph.graph import END, START, StateGraph
 
 __all__ = ["build_rigger", "graph"]
 

@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from envharness.graph.context import RiggerContext
-from envharness.graph.outputs import accepted_path, write_json
-from envharness.graph.rigger import build_rigger
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from envharness.errors import EnvHarnessError, RiggerError
+from envharness.graph.context import RiggerContext
+from envharness.graph.outputs import accepted_path, write_json
+from envharness.graph.rigger import build_rigger
 from envharness.harness.spec import BridgeSpec, HarnessSpec
 
 __all__ = ["TaskResult", "rig", "thread_config"]

@@ -1,1 +1,110 @@
-"""Placeholder."""
+"""EnvRigger's prompt templates, shipped as package data (``*.md`` files in this package).
+
+- ``designer``: the designer agent's system prompt (``{objective}``, ``{allowed_imports}``,
+  ``{hints}``); ``designer_task``: its first message; ``designer_nudge``: the reminder sent once
+  when it stops without a submission.
+- ``diagnoser``: the diagnoser's system prompt (``{objective}``, ``{hints}``);
+  ``diagnoser_task``: its message with the baseline.
+- ``hints_<bridge>``: optional notes on one bridge (what its state means, which perturbations
+  are natural), read with :func:`load_hints`.
+
+Placeholders are ``{name}`` with a lowercase identifier inside; they are filled by plain
+substitution, so other braces in a template (JSON, code) stay as they are and a value's own
+braces are never expanded.
+
+Example:
+    >>> text = load_prompt("designer", objective="sr:0.4-0.6", allowed_imports="re", hints="")
+    >>> "Objective: sr:0.4-0.6" in text
+    True
+    >>> sorted(placeholders("diagnoser"))
+    ['hints', 'objective']
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from envharness.errors import RiggerError
+
+__all__ = ["load_hints", "load_prompt", "placeholders", "prompt_names"]
+
+_SUFFIXES = (".md", ".txt")
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_HINTS_PREFIX = "hints_"
+
+
+@cache
+def _files() -> dict[str, str]:
+    """Template name → file name, for every template in the package."""
+    names: dict[str, str] = {}
+    for entry in resources.files(__name__).iterdir():
+        for suffix in _SUFFIXES:
+            if entry.is_file() and entry.name.endswith(suffix):
+                names.setdefault(entry.name[: -len(suffix)], entry.name)
+    return names
+
+
+def prompt_names() -> list[str]:
+    """The names of the templates in this package (hint files included)."""
+    return sorted(_files())
+
+
+@cache
+def _text(file_name: str) -> str:
+    return resources.files(__name__).joinpath(file_name).read_text(encoding="utf-8")
+
+
+def _read(name: str) -> str:
+    if not isinstance(name, str):
+        raise RiggerError(f"expected a prompt name as a str, got {type(name).__name__}")
+    stem = name
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)]
+    files = _files()
+    if stem not in files:
+        raise RiggerError(f"no prompt named {name!r}; available: {', '.join(sorted(files))}")
+    return _text(files[stem])
+
+
+def placeholders(name: str) -> set[str]:
+    """The ``{placeholder}`` names in template ``name``."""
+    return set(_PLACEHOLDER.findall(_read(name)))
+
+
+def load_prompt(name: str, **values: Any) -> str:
+    """Template ``name`` (``"designer"`` or ``"designer.md"``), filled with ``values``.
+
+    Without values the raw template is returned. With values, every placeholder of the template
+    must get one (values the template does not use are ignored); each value is inserted as
+    ``str(value)`` and not scanned again.
+
+    Raises:
+        RiggerError: No template has that name, or a placeholder has no value.
+    """
+    text = _read(name)
+    if not values:
+        return text
+    missing = sorted(set(_PLACEHOLDER.findall(text)) - set(values))
+    if missing:
+        raise RiggerError(f"prompt {name!r} needs values for: {', '.join(missing)}")
+    return _PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
+
+
+def load_hints(bridge_name: str) -> str:
+    """The hint file of a bridge (``hints_<bridge>.md``), or ``""`` when there is none.
+
+    Example:
+        >>> load_hints("toy24").startswith("# About this environment")
+        True
+        >>> load_hints("no-such-bridge")
+        ''
+    """
+    if not isinstance(bridge_name, str) or not _NAME.match(bridge_name):
+        return ""
+    stem = _HINTS_PREFIX + bridge_name
+    return _read(stem).strip() if stem in _files() else ""

@@ -8,6 +8,8 @@
 - :mod:`~envharness.rollout.stats`: ``RolloutStats`` over K trajectories (what EnvRigger decides
   from).
 - :mod:`~envharness.rollout.store`: ``RunStore``, trajectories as JSONL in a run directory.
+- :mod:`~envharness.rollout.executors`: ``run_rollouts``/``run_batch`` on a ``LocalExecutor``
+  (processes, threads or inline) or a ``RayExecutor``, with resume from a ``RunStore``.
 
 Example:
     >>> from envharness import load_bridge
@@ -19,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+from envharness.rollout.batch import RolloutRequest, run_batch, run_rollouts
+from envharness.rollout.executors import Executor, LocalExecutor, default_workers
 from envharness.rollout.factory import POLICY_FORMS, policy_factory
 from envharness.rollout.loop import invalid_action_feedback, rollout
 from envharness.rollout.policies import (
@@ -38,6 +42,7 @@ from envharness.rollout.policy import (
     describe_policy,
     policy_usage,
 )
+from envharness.rollout.ray_executor import RayExecutor
 from envharness.rollout.stats import (
     FAILURE_CATEGORIES,
     RolloutStats,
@@ -80,6 +85,14 @@ __all__ = [
     "find_loop",
     "stats_by_task",
     "wilson_interval",
+    # executors
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "RolloutRequest",
+    "default_workers",
+    "run_batch",
+    "run_rollouts",
     # storage
     "RunStore",
 ]

@@ -1,4 +1,9 @@
-"""What crosses a process boundary when rollouts run in parallel, and what a worker does with it.
+"""Batches of rollouts: requests, what a worker does with them, and running them.
+
+:func:`run_rollouts` plays ``n`` episodes of one spec (seeds ``seed`` to ``seed + n - 1``) and
+:func:`run_batch` any list of :class:`RolloutRequest`; both return the trajectories in request
+order, resume from a :class:`~envharness.rollout.store.RunStore`, report progress, and run on any
+executor (:mod:`envharness.rollout.executors`).
 
 An executor sends a worker a :class:`WorkerJob`: the policy factory, a few requests (a spec as a
 plain dict, a seed, a step budget) and the bridge and component registrations the worker needs.
@@ -24,32 +29,44 @@ entry-point group need nothing: every process finds them.
 from __future__ import annotations
 
 import json
+import math
+import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envharness.errors import SpecError, TrajectoryError
+from envharness.errors import EnvHarnessError, ExecutorError, SpecError, TrajectoryError
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.loop import rollout
-from envharness.rollout.policy import Policy, PolicyFactory
+from envharness.rollout.policy import Policy, PolicyFactory, describe_policy
 from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from envharness.rollout.executors import Executor
+
 __all__ = [
+    "Progress",
     "Registrations",
     "RolloutRequest",
     "WorkerJob",
     "failed_trajectory",
+    "run_batch",
+    "run_pickled_job",
+    "run_rollouts",
     "run_worker_job",
 ]
+
+Progress = Callable[[int, int, Trajectory], None]
+"""``progress(done, total, trajectory)``: called in the caller's thread after each new rollout."""
 
 
 def _describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RolloutRequest:
     """One rollout to run: a harness spec, an episode seed and an optional step budget.
 
@@ -82,8 +99,12 @@ class RolloutRequest:
     max_steps: int | None = None
     spec_id: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        spec = self.spec
+    def __init__(
+        self,
+        spec: HarnessSpec | Mapping[str, Any],
+        seed: int,
+        max_steps: int | None = None,
+    ) -> None:
         if isinstance(spec, HarnessSpec):
             parsed = spec
         elif isinstance(spec, Mapping):
@@ -94,17 +115,15 @@ class RolloutRequest:
             data = json.loads(parsed.to_json(indent=None))  # a deep, JSON-only copy
         except (TypeError, ValueError) as e:
             raise SpecError(f"the spec cannot be written as JSON: {e}") from e
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TypeError(f"expected an int seed, got {self.seed!r}")
-        if self.max_steps is not None and (
-            isinstance(self.max_steps, bool)
-            or not isinstance(self.max_steps, int)
-            or self.max_steps < 1
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"expected an int seed, got {seed!r}")
+        if max_steps is not None and (
+            isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1
         ):
-            raise ValueError(
-                f"expected max_steps to be a positive int or None, got {self.max_steps!r}"
-            )
+            raise ValueError(f"expected max_steps to be a positive int or None, got {max_steps!r}")
         object.__setattr__(self, "spec", data)
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "max_steps", max_steps)
         object.__setattr__(self, "spec_id", parsed.spec_id)
 
     @property
@@ -288,3 +307,260 @@ def run_worker_job(job: WorkerJob) -> list[str]:
             )
             lines.append(failed.to_json())
     return lines
+
+
+def run_pickled_job(payload: bytes) -> list[str]:
+    """:func:`run_worker_job` for a job pickled by the caller (what worker processes run).
+
+    Unpickling happens here rather than in the pool's own machinery, so a job the worker cannot
+    load (a factory whose module the worker cannot import, say) raises an ordinary error that
+    reaches the caller, instead of killing the worker and passing for a crash.
+
+    Raises:
+        ExecutorError: If the job cannot be unpickled in this process.
+
+    Example:
+        >>> from envharness.harness.spec import BridgeSpec
+        >>> from envharness.rollout.policies import RandomPolicyFactory
+        >>> request = RolloutRequest(HarnessSpec(BridgeSpec("toy24", "1-1-4-6")), seed=0)
+        >>> payload = pickle.dumps(WorkerJob((request,), RandomPolicyFactory(), "random"))
+        >>> len(run_pickled_job(payload))
+        1
+    """
+    try:
+        job = pickle.loads(payload)
+    except Exception as e:
+        raise ExecutorError(
+            f"a worker process cannot load its job: {type(e).__name__}: {e}. The policy factory "
+            "and runtime-registered bridges must be importable in a fresh process (defined in "
+            "an importable module, not in __main__ of an interactive session)"
+        ) from None
+    if not isinstance(job, WorkerJob):
+        raise ExecutorError(f"expected a pickled WorkerJob, got {type(job).__name__}")
+    return run_worker_job(job)
+
+
+# -- running batches -----------------------------------------------------------------------------
+
+
+def _check_step_timeout(step_timeout: object) -> float | None:
+    if step_timeout is None:
+        return None
+    if (
+        isinstance(step_timeout, bool)
+        or not isinstance(step_timeout, int | float)
+        or not 0 < step_timeout < math.inf
+    ):
+        raise ValueError(
+            f"expected step_timeout to be a positive number of seconds or None, got "
+            f"{step_timeout!r}"
+        )
+    return float(step_timeout)
+
+
+def _check_specs(requests: Iterable[RolloutRequest]) -> None:
+    """Builds (and closes) each distinct spec once, so a bad spec fails before any rollout."""
+    seen: set[str] = set()
+    for request in requests:
+        if request.spec_id in seen:
+            continue
+        seen.add(request.spec_id)
+        try:
+            request.harness_spec().build().close()
+        except EnvHarnessError:
+            raise
+        except Exception as e:
+            raise SpecError(
+                f"cannot build the env of spec {request.spec_id} (task {request.task_id!r}): "
+                f"{type(e).__name__}: {e}"
+            ) from e
+
+
+def run_batch(
+    requests: Iterable[RolloutRequest],
+    policy_factory: PolicyFactory,
+    *,
+    executor: Executor | None = None,
+    store: RunStore | None = None,
+    step_timeout: float | None = None,
+    progress: Progress | None = None,
+    validate: bool = True,
+) -> list[Trajectory]:
+    """Runs many rollout requests (any tasks, any seeds); returns trajectories in request order.
+
+    With a ``store``, a request whose key ``(spec_id, describe_policy(policy_factory), seed)`` is
+    already stored is not run again: its stored trajectory is returned in its place (resume),
+    whatever it says — a failed trajectory (say, a worker that died) counts as done; use a new
+    run directory to retry. Each new trajectory is added to the store as soon as it arrives, so
+    an interrupted batch loses only the rollouts in flight, and requests with the same key are
+    run once. The store key does not include ``max_steps``: a stored trajectory played with another
+    explicit budget raises :class:`~envharness.errors.TrajectoryError` rather than being reused.
+
+    Args:
+        requests: The rollouts to run.
+        policy_factory: ``factory(seed) -> Policy`` (picklable for process and Ray executors).
+        executor: Where to run; a fresh ``LocalExecutor()`` (closed at the end) by default.
+        store: A writable run store for resuming and recording.
+        step_timeout: Seconds the policy may take per action; ``None`` waits forever.
+        progress: ``progress(done, total, trajectory)`` after each new rollout (stored ones are
+            not counted in ``total``).
+        validate: Build each distinct spec once in this process first, so a missing bridge,
+            task or extra raises here instead of failing every rollout.
+
+    Returns:
+        One trajectory per request, in request order.
+
+    Raises:
+        TypeError: If a request is not a :class:`RolloutRequest` or the factory not callable.
+        ValueError: If ``step_timeout`` is not positive.
+        BridgeError: With ``validate``, if a spec's bridge or task does not exist (e.g.
+            :class:`~envharness.errors.UnknownBridgeError`).
+        SpecError: With ``validate``, if a spec cannot be built.
+        ExecutorError: If the executor cannot run the batch (see
+            :meth:`~envharness.rollout.executors.Executor.run`).
+        TrajectoryError: If the store holds a request's key played with another budget.
+
+    Example:
+        >>> import tempfile
+        >>> from envharness.harness.spec import BridgeSpec, HarnessSpec
+        >>> from envharness.rollout.executors import LocalExecutor
+        >>> from envharness.rollout.policies import OraclePolicyFactory
+        >>> requests = [RolloutRequest(HarnessSpec(BridgeSpec("toy24", task)), seed=0)
+        ...             for task in ("4-4-10-10", "1-1-4-6")]
+        >>> with tempfile.TemporaryDirectory() as run_dir, RunStore(run_dir) as store:
+        ...     first = run_batch(requests, OraclePolicyFactory(1.0),
+        ...                       executor=LocalExecutor(1), store=store)
+        ...     again = run_batch(requests, OraclePolicyFactory(1.0),
+        ...                       executor=LocalExecutor(1), store=store)
+        ...     [t.task_id for t in again], len(store)
+        (['4-4-10-10', '1-1-4-6'], 2)
+    """
+    requests = list(requests)
+    for i, request in enumerate(requests):
+        if not isinstance(request, RolloutRequest):
+            raise TypeError(f"request {i}: expected a RolloutRequest, got {request!r}")
+    if not callable(policy_factory):
+        raise TypeError(
+            f"expected a policy factory (a callable seed -> Policy), got {policy_factory!r}"
+        )
+    timeout = _check_step_timeout(step_timeout)
+    name = describe_policy(policy_factory)
+    results: list[Trajectory | None] = [None] * len(requests)
+    todo: list[int] = []
+    first_of_key: dict[str, int] = {}
+    copies: dict[int, int] = {}
+    for i, request in enumerate(requests):
+        key = request.key(name)
+        stored = store.get(key) if store is not None else None
+        if stored is not None:
+            _check_budget(store, key, stored, request)
+            results[i] = stored
+        elif store is not None and key in first_of_key:
+            copies[i] = first_of_key[key]
+        else:
+            first_of_key[key] = i
+            todo.append(i)
+    if validate:
+        _check_specs(requests[i] for i in todo)
+    done = 0
+
+    def on_result(position: int, trajectory: Trajectory) -> None:
+        nonlocal done
+        results[todo[position]] = trajectory
+        if store is not None:
+            store.add(trajectory)
+        done += 1
+        if progress is not None:
+            progress(done, len(todo), trajectory)
+
+    if todo:
+        from envharness.rollout.executors import LocalExecutor
+
+        own = executor is None
+        runner = LocalExecutor() if executor is None else executor
+        try:
+            runner.run(
+                [requests[i] for i in todo],
+                policy_factory,
+                policy_name=name,
+                step_timeout=timeout,
+                on_result=on_result,
+            )
+        finally:
+            if own:
+                runner.close()
+    for i, original in copies.items():
+        results[i] = results[original]
+    missing = [i for i, trajectory in enumerate(results) if trajectory is None]
+    if missing:
+        raise ExecutorError(f"no trajectory came back for {len(missing)} request(s): {missing}")
+    return [trajectory for trajectory in results if trajectory is not None]
+
+
+def _check_budget(store: RunStore, key: str, stored: Trajectory, request: RolloutRequest) -> None:
+    if request.max_steps is not None and stored.max_steps != request.max_steps:
+        raise TrajectoryError(
+            f"{str(store.run_dir)!r} already holds {key} played with max_steps="
+            f"{stored.max_steps}, not {request.max_steps}; use another run directory for "
+            "another step budget"
+        )
+
+
+def run_rollouts(
+    spec: HarnessSpec | dict[str, Any],
+    policy_factory: PolicyFactory,
+    n: int,
+    *,
+    seed: int = 0,
+    executor: Executor | None = None,
+    store: RunStore | None = None,
+    max_steps: int | None = None,
+    step_timeout: float | None = None,
+    progress: Progress | None = None,
+) -> list[Trajectory]:
+    """Plays ``n`` episodes of one spec, with seeds ``seed`` to ``seed + n - 1``, in that order.
+
+    The same spec, factory and seeds give the same trajectories on every executor (timing fields
+    aside). See :func:`run_batch` for ``executor``, ``store``, ``step_timeout`` and ``progress``.
+
+    Args:
+        spec: The harness spec (or its dict); it is built inside each worker.
+        policy_factory: ``factory(seed) -> Policy``.
+        n: Episodes.
+        seed: The first episode's seed.
+        executor: Where to run; a fresh ``LocalExecutor()`` by default.
+        store: A run store for resuming and recording.
+        max_steps: The agent's budget per episode; the env's own by default.
+        step_timeout: Seconds the policy may take per action.
+        progress: ``progress(done, total, trajectory)`` after each new rollout.
+
+    Raises:
+        ValueError: If ``n`` is negative, or ``max_steps``/``step_timeout`` is not positive.
+        SpecError: If ``spec`` is malformed or cannot be built.
+        BridgeError: If its bridge or task does not exist.
+        ExecutorError: If the executor cannot run the batch.
+
+    Example:
+        >>> from envharness.harness.spec import BridgeSpec, HarnessSpec
+        >>> from envharness.rollout.executors import LocalExecutor
+        >>> from envharness.rollout.policies import RandomPolicyFactory
+        >>> spec = HarnessSpec(BridgeSpec("toy24", "1-1-4-6"))
+        >>> batch = run_rollouts(spec, RandomPolicyFactory(), 2, seed=10,
+        ...                      executor=LocalExecutor(1), max_steps=3)
+        >>> [(t.seed, t.n_steps <= 3) for t in batch]
+        [(10, True), (11, True)]
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"expected n to be an int >= 0, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"expected an int seed, got {seed!r}")
+    first = RolloutRequest(spec, seed, max_steps)
+    requests = [RolloutRequest(first.spec, seed + i, max_steps) for i in range(n)]
+    return run_batch(
+        requests,
+        policy_factory,
+        executor=executor,
+        store=store,
+        step_timeout=step_timeout,
+        progress=progress,
+    )

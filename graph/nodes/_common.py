@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from envharness.graph.context import RiggerContext
-
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.executors import Executor, LocalExecutor, run_rollouts
 from envharness.rollout.store import RunStore

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envharness.graph.context import RiggerContext
 from envharness.graph.heuristic import heuristic_diagnosis
 from envharness.graph.nodes._common import load_trajectories, trace_config
 from envharness.graph.state import RiggerState
-from langgraph.runtime import Runtime
 
 __all__ = ["diagnoser"]
 
@@ -20,9 +21,8 @@ def diagnoser(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
     if context.uses_heuristic("diagnoser"):
         return {"diagnosis": heuristic_diagnosis(trajectories, context.objective).to_dict()}
     from envharness.graph.designer import model_diagnosis, resolve_model
-    from envharness.prompts import load_hints
-
     from envharness.harness.spec import HarnessSpec
+    from envharness.prompts import load_hints
     from envharness.rollout.stats import RolloutStats
 
     bridge = HarnessSpec.from_dict(state["base_spec"]).bridge.name

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envharness.graph.context import RiggerContext
 from envharness.graph.nodes._common import play
 from envharness.graph.state import RiggerState
-from langgraph.runtime import Runtime
-
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from envharness.graph.state import RiggerState
 from langgraph.graph import END
+
+from envharness.graph.state import RiggerState
 
 __all__ = ["route_after_validator"]
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from envharness.errors import BridgeError, EnvHarnessError
 from envharness.graph.context import RiggerContext
 from envharness.graph.decision import decide, settled
 from envharness.graph.nodes._common import executor_width, load_trajectories, play
@@ -11,10 +15,6 @@ from envharness.graph.objective import Objective
 from envharness.graph.outputs import accepted_path, rejected_path, write_json
 from envharness.graph.records import Candidate, Verdict
 from envharness.graph.state import Attempt, RiggerState
-from langgraph.runtime import Runtime
-from langgraph.types import interrupt
-
-from envharness.errors import BridgeError, EnvHarnessError
 from envharness.harness.spec import HarnessSpec, Lineage
 from envharness.rollout.loop import rollout
 from envharness.rollout.policies import OraclePolicy

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envharness.graph.context import RiggerContext
 from envharness.graph.heuristic import DesignContext, HeuristicDesigner
 from envharness.graph.nodes._common import load_trajectories, trace_config
 from envharness.graph.records import Candidate, Diagnosis, Verdict
 from envharness.graph.state import RiggerState
-from langgraph.runtime import Runtime
-
 from envharness.harness.spec import HarnessSpec
 
 __all__ = ["writer"]
@@ -44,9 +44,8 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
         candidate = HeuristicDesigner().propose(design, diagnosis, context.objective, history)
     else:
         from envharness.graph.designer import resolve_model, run_designer
-        from envharness.tools import DesignSession
-
         from envharness.rollout.stats import RolloutStats
+        from envharness.tools import DesignSession
 
         session = DesignSession(
             base_spec=base,

@@ -1,0 +1,184 @@
+"""``run_designer``: the tool-calling designer agent that writes one candidate harness.
+
+The agent is LangChain's ``create_agent`` over the designer tools (:mod:`envharness.tools`), with
+one middleware that counts model calls and tokens on the session and ends the run as soon as a
+submission is accepted or the turn budget is spent. A model that stops calling tools without an
+accepted submission is reminded once; if it stops again, the run ends without a candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.errors import GraphRecursionError
+
+from envharness.errors import DesignerError
+from envharness.graph.designer.models import model_label, run_config
+from envharness.graph.designer.prompting import designer_system_prompt, designer_task_prompt
+from envharness.graph.objective import Objective
+from envharness.graph.records import Candidate, Diagnosis
+from envharness.prompts import load_hints, load_prompt
+from envharness.tools import DesignSession, build_designer_tools
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = ["WRITER_RUN_NAME", "run_designer"]
+
+WRITER_RUN_NAME = "envrigger.writer"
+"""The trace name of a designer run (LangSmith)."""
+
+_STEPS_PER_TURN = 4  # graph steps per model turn: before_model, model, after_model, tools
+
+
+class _TurnGuard(AgentMiddleware):
+    """Counts model calls on the session; ends the run on a submission or when turns run out."""
+
+    def __init__(self, session: DesignSession, max_turns: int) -> None:
+        super().__init__()
+        self.session = session
+        self.max_turns = max_turns
+        self.calls = 0
+        self.exhausted = False
+
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent graph."""
+        return "envrigger_turn_guard"
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Ends the run before the next model call when it has nothing left to do."""
+        if self.session.submitted is not None:
+            return {"jump_to": "end"}
+        if self.calls >= self.max_turns:
+            self.exhausted = True
+            return {"jump_to": "end"}
+        return None
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Counts the call and its token usage."""
+        self.calls += 1
+        messages = state.get("messages") or []
+        self.session.usage.add(getattr(messages[-1], "usage_metadata", None) if messages else None)
+        return None
+
+
+def _check_turns(max_turns: object) -> int:
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+        raise DesignerError(f"expected max_turns to be a positive int, got {max_turns!r}")
+    return max_turns
+
+
+def _invoke(agent: Any, messages: list[BaseMessage], config: dict[str, Any], label: str) -> Any:
+    try:
+        return agent.invoke({"messages": messages}, config=config)
+    except GraphRecursionError:
+        return None
+    except NotImplementedError as e:
+        raise DesignerError(
+            f"the designer model {label} cannot call tools ({e}); the designer agent needs a "
+            "tool-calling chat model"
+        ) from e
+    except DesignerError:
+        raise
+    except Exception as e:
+        raise DesignerError(f"the designer model {label} failed: {type(e).__name__}: {e}") from e
+
+
+def run_designer(
+    model: BaseChatModel,
+    session: DesignSession,
+    *,
+    diagnosis: Diagnosis | Mapping[str, Any] | None = None,
+    objective: Objective | str | None = None,
+    feedback: str | None = None,
+    max_turns: int = 12,
+    system_prompt: str | None = None,
+    bridge_hints: str | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Candidate | None:
+    """Runs the designer agent on ``session`` until it submits a candidate or gives up.
+
+    The run ends when ``submit_candidate`` accepts a submission (it is returned), when
+    ``max_turns`` model calls are spent, or when the model stops calling tools twice (once more
+    after a reminder). Without a candidate, :attr:`DesignSession.end_reason` says why
+    (``max_turns`` or ``no_submission``). Model calls and tokens are added to
+    :attr:`DesignSession.usage`; the conversation is kept in :attr:`DesignSession.transcript`.
+
+    Args:
+        model: A tool-calling LangChain chat model (see :func:`resolve_model`).
+        session: The task's design session; its previous submission is cleared first.
+        diagnosis: The diagnosis to design against (the session's when ``None``).
+        objective: The objective (the session's when ``None``).
+        feedback: The validator's reason for refusing the previous candidate, when refining.
+        max_turns: The most model calls this run may make.
+        system_prompt: Replaces the designer system prompt (``prompts/designer.md``).
+        bridge_hints: Notes on the bridge; the bridge's hint file when ``None``.
+        config: A runnable config for tracing; ``run_name`` defaults to ``envrigger.writer``,
+            the tags ``envrigger`` and ``writer`` and the task's metadata are added.
+
+    Returns:
+        The accepted candidate, or ``None``.
+
+    Raises:
+        DesignerError: ``max_turns`` is not a positive int, the model cannot call tools, or a
+            model call failed.
+    """
+    max_turns = _check_turns(max_turns)
+    objective = Objective.parse(objective if objective is not None else session.objective)
+    if diagnosis is None:
+        diagnosis = session.diagnosis  # type: ignore[assignment]
+    hints = load_hints(session.bridge) if bridge_hints is None else bridge_hints
+    session.begin_run()
+    label = model_label(model)
+    guard = _TurnGuard(session, max_turns)
+    agent = create_agent(
+        model,
+        build_designer_tools(session),
+        system_prompt=system_prompt or designer_system_prompt(objective, hints),
+        middleware=[guard],
+        checkpointer=False,
+        name="envrigger_writer",
+    )
+    settings = run_config(
+        config,
+        run_name=WRITER_RUN_NAME,
+        tags=["envrigger", "writer"],
+        metadata={"task_id": session.task_id, "designer_model": label, "max_turns": max_turns},
+        recursion_limit=_STEPS_PER_TURN * (max_turns + 1) + 10,
+    )
+    messages: list[BaseMessage] = [
+        HumanMessage(
+            content=designer_task_prompt(session, diagnosis, objective, feedback, max_turns)
+        )
+    ]
+    nudged = False
+    while True:
+        result = _invoke(agent, messages, settings, label)
+        if result is not None:
+            messages = list(result["messages"])
+        if session.submitted is not None:
+            session.end("submitted", "submit_candidate accepted a candidate for validation")
+            break
+        if guard.exhausted or result is None:
+            session.end(
+                "max_turns",
+                f"{guard.calls} model turns were spent (max_turns={max_turns}) without an "
+                "accepted submission",
+            )
+            break
+        if nudged:
+            session.end(
+                "no_submission",
+                "the model stopped calling tools twice without an accepted submission",
+            )
+            break
+        nudged = True
+        messages.append(HumanMessage(content=load_prompt("designer_nudge").strip()))
+    session.transcript = messages
+    return session.submitted

@@ -1,0 +1,5 @@
+"""Being written."""
+
+
+class HeuristicDesigner:
+    """Being written."""

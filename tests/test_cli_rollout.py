@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from envharness.cli import app
+from envharness.harness import HarnessSpec, Setups
+from envharness.harness.spec import BridgeSpec
+from envharness.rollout.store import RunStore
+
+WIDE = {"COLUMNS": "250"}  # keeps rich tables from wrapping the text the tests look for
+FIRST_TASKS = ["1-1-1-8", "1-1-1-11", "1-1-1-12"]  # the first three of Toy24's train split
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def invoke(runner, *args):
+    return runner.invoke(app, ["rollout", *map(str, args)], env=WIDE)
+
+
+def lines_of(run_dir):
+    return (run_dir / "trajectories.jsonl").read_text().splitlines()
+
+
+def table_rows(result):
+    """The summary rows by their first cell (task id or ``overall``)."""
+    rows = {}
+    for line in result.stdout.splitlines():
+        cells = line.split()
+        if cells and (cells[0] in FIRST_TASKS or cells[0] == "overall" or "-" in cells[0]):
+            rows[cells[0]] = cells
+    return rows
+
+
+def assert_clean_error(result, message):
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.output
+
+
+def test_a_small_run_stores_trajectories_and_prints_a_summary(runner, tmp_path):
+    run_dir = tmp_path / "run"
+    result = invoke(
+        runner,
+        "toy24",
+        "--tasks",
+        3,
+        "--k",
+        2,
+        "--policy",
+        "oracle:1.0",
+        "--workers",
+        1,
+        "--out",
+        run_dir,
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 task(s) × 2 episode(s) with oracle:1: 6 new rollout(s)" in result.stderr
+    records = [json.loads(line) for line in lines_of(run_dir)]
+    assert sorted((r["task_id"], r["seed"]) for r in records) == sorted(
+        (task, seed) for task in FIRST_TASKS for seed in (0, 1)
+    )
+    assert {r["policy"] for r in records} == {"oracle:1"}
+    rows = table_rows(result)
+    assert list(rows) == [*FIRST_TASKS, "overall"]  # in the order of the split
+    assert rows["1-1-1-8"][1:4] == ["2", "2/2", "100%"]
+    assert rows["overall"][1:4] == ["6", "6/6", "100%"]
+    assert "95% CI" in result.stdout and "Failures" in result.stdout
+
+
+def test_a_rerun_resumes_and_says_so(runner, tmp_path):
+    run_dir = tmp_path / "run"
+    common = ["--policy", "oracle:0.5", "--workers", 1, "--out", run_dir]
+    assert invoke(runner, "toy24", "--tasks", 2, "--k", 2, *common).exit_code == 0
+    first = lines_of(run_dir)
+    again = invoke(runner, "toy24", "--tasks", 2, "--k", 2, *common)
+    assert again.exit_code == 0, again.output
+    assert "4 already in" in again.stderr and "0 new" in again.stderr
+    assert lines_of(run_dir) == first
+    assert table_rows(again)["overall"][1] == "4"
+    more = invoke(runner, "toy24", "--tasks", 3, "--k", 2, *common)
+    assert "4 already in" in more.stderr and "2 new" in more.stderr
+    assert len(lines_of(run_dir)) == 6 and lines_of(run_dir)[:4] == first
+
+
+def test_threads_and_processes_store_the_same_episodes(runner, tmp_path):
+    for executor, workers in (("thread", 2), ("local", 2)):
+        run_dir = tmp_path / executor
+        result = invoke(
+            runner,
+            "toy24",
+            "--tasks",
+            2,
+            "--k",
+            3,
+            "--policy",
+            "random",
+            "--executor",
+            executor,
+            "--workers",
+            workers,
+            "--max-steps",
+            4,
+            "--out",
+            run_dir,
+        )
+        assert result.exit_code == 0, result.output
+    with (
+        RunStore(tmp_path / "thread", readonly=True) as threads,
+        RunStore(tmp_path / "local", readonly=True) as processes,
+    ):
+        assert sorted(threads.keys()) == sorted(processes.keys())
+        for key in threads.keys():
+            assert threads.get(key).action_keys() == processes.get(key).action_keys()
+            assert threads.get(key).max_steps == 4
+
+
+def test_harness_file_plays_its_own_task(runner, tmp_path):
+    spec = Setups(
+        HarnessSpec(BridgeSpec("toy24", "4-4-10-10")).build(),
+        [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}],
+    ).spec()
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(spec.to_json())
+    run_dir = tmp_path / "run"
+    result = invoke(
+        runner,
+        "--harness",
+        spec_file,
+        "--tasks",
+        5,
+        "--k",
+        3,
+        "--policy",
+        "oracle:1",
+        "--workers",
+        1,
+        "--out",
+        run_dir,
+    )
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in lines_of(run_dir)]
+    assert len(records) == 3 and {r["spec_id"] for r in records} == {spec.spec_id}
+    assert all(r["evaluation"]["success"] for r in records)
+    assert list(table_rows(result)) == ["4-4-10-10"]  # one task: no overall row
+
+
+def test_harness_over_another_bridge_is_refused(runner, tmp_path):
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(HarnessSpec(BridgeSpec("toy24", "4-4-10-10")).to_json())
+    result = invoke(runner, "other", "--harness", spec_file, "--out", tmp_path / "run")
+    assert_clean_error(result, "is a harness over bridge 'toy24', not 'other'")
+
+
+def test_failed_episodes_are_summarized_with_their_errors(runner, tmp_path):
+    script = tmp_path / "moves.txt"
+    script.write_text("undo\n")
+    result = invoke(
+        runner,
+        "toy24",
+        "--tasks",
+        1,
+        "--k",
+        2,
+        "--policy",
+        f"scripted:{script}",
+        "--workers",
+        1,
+        "--out",
+        tmp_path / "run",
+    )
+    assert result.exit_code == 0, result.output
+    assert "policy_error 2" in result.stdout
+    assert "2× PolicyError: script exhausted after 1 actions" in result.stderr
+
+
+def test_bad_policy_is_a_clean_error(runner, tmp_path):
+    result = invoke(runner, "toy24", "--policy", "nope", "--out", tmp_path / "run")
+    assert_clean_error(result, "unknown policy 'nope'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_bridge_is_a_clean_error(runner, tmp_path):
+    result = invoke(runner, "no_such_bridge", "--policy", "random", "--out", tmp_path / "run")
+    assert_clean_error(result, "no bridge named 'no_such_bridge'")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("langchain_openai") is not None,
+    reason="langchain-openai is installed, so the provider is not missing",
+)
+def test_missing_model_provider_is_a_clean_error(runner, tmp_path):
+    result = invoke(runner, "toy24", "--policy", "openai:gpt-4o-mini", "--out", tmp_path / "run")
+    assert_clean_error(result, "langchain-openai")
+
+
+def test_no_bridge_and_no_harness_is_a_usage_error(runner, tmp_path):
+    result = invoke(runner, "--policy", "random", "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "give a bridge NAME or --harness" in result.output

@@ -1,0 +1,260 @@
+"""``build_designer_tools``: the designer agent's LangChain tools over one :class:`DesignSession`.
+
+Every tool has an explicit JSON-Schema argument schema in the Gemini-safe subset (no ``$ref``,
+``anyOf`` or ``oneOf``, no object without properties), checks its own arguments, and answers
+with text: problems come back as text starting with ``ERROR:`` that tells the model what to fix,
+never as an exception that would end the agent loop. Every answer is capped at the session's
+``max_output_chars`` and logged on the session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from envharness.errors import EnvHarnessError, RiggerError
+from envharness.schema import check_arguments
+from envharness.tools import checking, reading
+from envharness.tools.actions import ToolInputError
+from envharness.tools.digest import clip
+from envharness.tools.envs import spec_tools
+from envharness.tools.session import DesignSession
+
+__all__ = ["DESIGNER_TOOL_NAMES", "build_designer_tools"]
+
+DESIGNER_TOOL_NAMES: tuple[str, ...] = (
+    "get_tool_schemas",
+    "get_state_schema",
+    "read_baseline",
+    "dry_run_setups",
+    "check_rules",
+    "submit_candidate",
+)
+"""The designer's tools, in the order :func:`build_designer_tools` returns them."""
+
+_RULES_CODE = (
+    "Python source defining `class _Rules` with any of the hooks "
+    "filter_action(self, action, state), modify_transition(self, action, observation, state), "
+    "filter_observation(self, observation, state)."
+)
+
+
+def _actions_schema(tool_names: list[str]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "string", "description": "The environment tool to call."}
+    if tool_names:
+        tool["enum"] = tool_names
+    return {
+        "type": "array",
+        "description": (
+            "Actions in the environment's own tools, replayed in order after every reset to "
+            "build the start state; [] for none."
+        ),
+        "items": {
+            "type": "object",
+            "properties": {
+                "tool": tool,
+                "args": {
+                    "type": "string",
+                    "description": (
+                        "The tool's arguments as the JSON text of an object matching its "
+                        "parameters, e.g. '{\"name\": \"value\"}'; '{}' when it takes none."
+                    ),
+                },
+            },
+            "required": ["tool", "args"],
+        },
+    }
+
+
+def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each tool's description and argument schema."""
+    actions = _actions_schema(tool_names)
+    return {
+        "get_tool_schemas": (
+            "List the environment's tools: names, descriptions and JSON-Schema parameters. "
+            "Setups' in_env_actions must call them exactly so; rules hooks see the policy's "
+            'actions as {"tool", "args"} dicts in the same form.',
+            {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "description": "Only this tool; omit to list every tool.",
+                    }
+                },
+            },
+        ),
+        "get_state_schema": (
+            "Show the JSON Schema of the environment state that rules hooks receive as `state`, "
+            "with the start state and the start observation after a reset as an example.",
+            {
+                "type": "object",
+                "properties": {
+                    "with_example": {
+                        "type": "boolean",
+                        "description": "Include the start state after a reset (default true).",
+                    }
+                },
+            },
+        ),
+        "read_baseline": (
+            "Read the baseline: statistics over the K rollouts of the unchanged task, then a "
+            "listing (step: action -> first lines of the observation [flags]) of every episode, "
+            "shortened, or of one episode in full. Decide from the statistics, not from one "
+            "episode.",
+            {
+                "type": "object",
+                "properties": {
+                    "episode": {
+                        "type": "integer",
+                        "description": "A 0-based episode index to list in full; omit for all.",
+                    }
+                },
+            },
+        ),
+        "dry_run_setups": (
+            "Dry-run Setups on a fresh environment: reset, replay in_env_actions, and show the "
+            "policy's first observation and the state they leave, or the error naming the "
+            "action that failed.",
+            {
+                "type": "object",
+                "properties": {"in_env_actions": actions},
+                "required": ["in_env_actions"],
+            },
+        ),
+        "check_rules": (
+            "Check rules code: the static check (class _Rules, hook signatures, allowed "
+            "imports), then a replay of a recorded baseline episode through the hooks in the "
+            "sandbox, reporting for each step what filter_action returned and how the "
+            "observation changed, or which hook failed and why.",
+            {
+                "type": "object",
+                "properties": {
+                    "rules_code": {"type": "string", "description": _RULES_CODE},
+                    "episode": {
+                        "type": "integer",
+                        "description": "The baseline episode to replay (0-based, default 0).",
+                    },
+                },
+                "required": ["rules_code"],
+            },
+        ),
+        "submit_candidate": (
+            "Submit your harness for validation; one accepted submission per turn. It is "
+            "checked first (rules code statically, in_env_actions by a dry run, the combined "
+            "harness by a build and reset, the hooks by a replay of a baseline episode); "
+            "problems come back as ERROR text to fix. 'accepted for validation' means the "
+            "validator takes it from here: stop calling tools.",
+            {
+                "type": "object",
+                "properties": {
+                    "rules_code": {
+                        "type": "string",
+                        "description": _RULES_CODE + " Empty or omitted for no Rules component.",
+                    },
+                    "in_env_actions": actions,
+                    "rationale": {
+                        "type": "string",
+                        "description": (
+                            "Why this harness moves the policy toward the objective, citing "
+                            "the baseline evidence."
+                        ),
+                    },
+                },
+                "required": ["rationale"],
+            },
+        ),
+    }
+
+
+def _checked(schema: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments after the schema's checks (``None`` values count as omitted)."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    args = {name: value for name, value in raw.items() if value is not None}
+    unknown = sorted(set(args) - set(properties))
+    if unknown:
+        takes = ", ".join(properties) or "no arguments"
+        raise ToolInputError(f"unexpected argument(s) {unknown}; this tool takes: {takes}")
+    missing = [name for name in schema.get("required", []) if name not in args]
+    if missing:
+        raise ToolInputError(f"missing required argument(s): {', '.join(missing)}")
+    for name, value in args.items():
+        if name == "in_env_actions":  # parsed by the tool, which also takes JSON text forms
+            continue
+        problems = check_arguments(value, properties[name], name)
+        if problems:
+            raise ToolInputError("; ".join(problems))
+        if properties[name]["type"] == "integer":
+            args[name] = int(value)
+    return args
+
+
+def _make_tool(
+    session: DesignSession,
+    name: str,
+    description: str,
+    schema: dict[str, Any],
+    run: Callable[..., str],
+) -> BaseTool:
+    def guarded(**raw: Any) -> str:
+        started = time.perf_counter()
+        try:
+            text = run(session, **_checked(schema, raw))
+        except ToolInputError as e:
+            text = f"ERROR: {e}"
+        except EnvHarnessError as e:
+            text = f"ERROR: {e}"
+        except Exception as e:  # a tool must answer the agent, whatever went wrong inside it
+            text = f"ERROR: {name} failed unexpectedly ({type(e).__name__}: {e})"
+        text = clip(text, session.max_output_chars)
+        session.record(name, raw, text, time.perf_counter() - started)
+        return text
+
+    return StructuredTool.from_function(
+        func=guarded, name=name, description=description, args_schema=schema
+    )
+
+
+def build_designer_tools(session: DesignSession) -> list[BaseTool]:
+    """The designer agent's tools, bound to ``session``.
+
+    Args:
+        session: The task's design session.
+
+    Returns:
+        ``get_tool_schemas``, ``get_state_schema``, ``read_baseline``, ``dry_run_setups``,
+        ``check_rules`` and ``submit_candidate`` as LangChain tools (see
+        :data:`DESIGNER_TOOL_NAMES`).
+
+    Raises:
+        RiggerError: If ``session`` is not a :class:`DesignSession`, or its base spec does not
+            build (the tools need the environment's tool names).
+
+    Example:
+        >>> from envharness.harness.spec import BridgeSpec, HarnessSpec
+        >>> session = DesignSession(HarnessSpec(BridgeSpec("toy24", "4-4-10-10")), [])
+        >>> tools = build_designer_tools(session)
+        >>> [tool.name for tool in tools][:2]
+        ['get_tool_schemas', 'get_state_schema']
+        >>> tools[0].invoke({"name": "nope"})
+        "ERROR: no tool named 'nope'; call get_tool_schemas() for the list"
+    """
+    if not isinstance(session, DesignSession):
+        raise RiggerError(f"expected a DesignSession, got {type(session).__name__}")
+    try:
+        names = [tool.name for tool in spec_tools(session.base_spec)]
+    except EnvHarnessError as e:
+        raise RiggerError(f"the base spec of task {session.task_id!r} does not build: {e}") from e
+    runs: dict[str, Callable[..., str]] = {
+        "get_tool_schemas": reading.get_tool_schemas,
+        "get_state_schema": reading.get_state_schema,
+        "read_baseline": reading.read_baseline,
+        "dry_run_setups": checking.dry_run,
+        "check_rules": checking.check_rules,
+        "submit_candidate": checking.submit_candidate,
+    }
+    schemas = _schemas(names)
+    return [_make_tool(session, name, *schemas[name], runs[name]) for name in DESIGNER_TOOL_NAMES]
