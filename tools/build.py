@@ -203,9 +203,7 @@ def _make_tool(
         started = time.perf_counter()
         try:
             text = run(session, **_checked(schema, raw))
-        except ToolInputError as e:
-            text = f"ERROR: {e}"
-        except EnvHarnessError as e:
+        except (ToolInputError, EnvHarnessError) as e:
             text = f"ERROR: {e}"
         except Exception as e:  # a tool must answer the agent, whatever went wrong inside it
             text = f"ERROR: {name} failed unexpectedly ({type(e).__name__}: {e})"

@@ -80,9 +80,16 @@ def _quote(text: str) -> str:
 
 
 def _observation_change(before: str, after: str) -> str:
+    """How a hook changed an observation, from the first line that differs."""
     if after == before:
         return "observation unchanged"
-    return f"observation {_quote(before)} -> {_quote(after)}"
+    old, new = before.splitlines(), after.splitlines()
+    same = 0
+    while same < min(len(old), len(new)) and old[same] == new[same]:
+        same += 1
+    where = f" from line {same + 1}" if same else ""
+    was, now = "\n".join(old[same:]), "\n".join(new[same:])
+    return f"observation changed{where}: {_quote(was)} -> {_quote(now)}"
 
 
 def _replay_step(

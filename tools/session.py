@@ -10,7 +10,7 @@ loop (:func:`envharness.graph.designer.run_designer`) adds its model accounting 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,18 +130,18 @@ class DesignSession:
     """
 
     base_spec: HarnessSpec
-    trajectories: list[Trajectory] = field(default_factory=list)
-    stats: dict[str, Any] | RolloutStats | None = None
-    diagnosis: dict[str, Any] | Diagnosis | None = None
+    trajectories: list[Trajectory] = field(default_factory=list, repr=False)
+    stats: dict[str, Any] | RolloutStats | None = field(default=None, repr=False)
+    diagnosis: dict[str, Any] | Diagnosis | None = field(default=None, repr=False)
     objective: Objective | str = "auto"
     seed: int | None = None
     max_output_chars: int = DEFAULT_OUTPUT_CHARS
     submitted: Candidate | None = field(default=None, init=False)
-    log: list[ToolCallRecord] = field(default_factory=list, init=False)
+    log: list[ToolCallRecord] = field(default_factory=list, init=False, repr=False)
     usage: ModelUsage = field(default_factory=ModelUsage, init=False)
     end_reason: str | None = field(default=None, init=False)
     end_detail: str = field(default="", init=False)
-    transcript: list[Any] = field(default_factory=list, init=False)
+    transcript: list[Any] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_spec, HarnessSpec):
@@ -237,7 +237,7 @@ class DesignSession:
             self.submitted = candidate
             return True
 
-    def cached(self, key: str, compute: Any) -> str:
+    def cached(self, key: str, compute: Callable[[], str]) -> str:
         """The text under ``key``, computed once by ``compute()`` (for static tool answers)."""
         with self._lock:
             if key in self._cache:

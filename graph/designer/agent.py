@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, hook_config
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphRecursionError
 
 from envharness.errors import DesignerError
@@ -74,7 +75,7 @@ def _check_turns(max_turns: object) -> int:
     return max_turns
 
 
-def _invoke(agent: Any, messages: list[BaseMessage], config: dict[str, Any], label: str) -> Any:
+def _invoke(agent: Any, messages: list[BaseMessage], config: Any, label: str) -> Any:
     try:
         return agent.invoke({"messages": messages}, config=config)
     except GraphRecursionError:
@@ -152,33 +153,45 @@ def run_designer(
         metadata={"task_id": session.task_id, "designer_model": label, "max_turns": max_turns},
         recursion_limit=_STEPS_PER_TURN * (max_turns + 1) + 10,
     )
-    messages: list[BaseMessage] = [
-        HumanMessage(
-            content=designer_task_prompt(session, diagnosis, objective, feedback, max_turns)
-        )
-    ]
+    task = designer_task_prompt(session, diagnosis, objective, feedback, max_turns)
+
+    def drive(_: Any, config: Any) -> list[BaseMessage]:
+        return _drive(agent, guard, session, HumanMessage(content=task), config, label)
+
+    session.transcript = RunnableLambda(drive, name=WRITER_RUN_NAME).invoke(None, config=settings)
+    return session.submitted
+
+
+def _drive(
+    agent: Any,
+    guard: _TurnGuard,
+    session: DesignSession,
+    task: HumanMessage,
+    config: Any,
+    label: str,
+) -> list[BaseMessage]:
+    """Runs the agent (and once more after a reminder); records how it ended; the messages."""
+    messages: list[BaseMessage] = [task]
     nudged = False
     while True:
-        result = _invoke(agent, messages, settings, label)
+        result = _invoke(agent, messages, config, label)
         if result is not None:
             messages = list(result["messages"])
         if session.submitted is not None:
             session.end("submitted", "submit_candidate accepted a candidate for validation")
-            break
+            return messages
         if guard.exhausted or result is None:
             session.end(
                 "max_turns",
-                f"{guard.calls} model turns were spent (max_turns={max_turns}) without an "
+                f"{guard.calls} model turns were spent (max_turns={guard.max_turns}) without an "
                 "accepted submission",
             )
-            break
+            return messages
         if nudged:
             session.end(
                 "no_submission",
                 "the model stopped calling tools twice without an accepted submission",
             )
-            break
+            return messages
         nudged = True
         messages.append(HumanMessage(content=load_prompt("designer_nudge").strip()))
-    session.transcript = messages
-    return session.submitted

@@ -222,18 +222,28 @@ def _answer(reply: AIMessage, problems: list[str], tool_mode: bool) -> list[Base
     return answers
 
 
-def _bind(model: BaseChatModel) -> tuple[Any, bool]:
-    """The model with ``report_diagnosis`` bound (forced when the provider allows), and whether."""
+def _bind(model: BaseChatModel, label: str) -> tuple[Any, bool]:
+    """The model with ``report_diagnosis`` bound (forced where the provider allows), and whether.
+
+    ``bind_tools`` raising ``NotImplementedError`` means no tool calling: the JSON-text protocol
+    is used instead. A provider that refuses the forced ``tool_choice`` gets the tool unforced.
+    """
     tool = DIAGNOSIS_TOOL.to_langchain()
     try:
         return model.bind_tools([tool], tool_choice=DIAGNOSIS_TOOL.name), True
     except NotImplementedError:
         return model, False
     except Exception:
-        try:
-            return model.bind_tools([tool]), True
-        except NotImplementedError:
-            return model, False
+        pass
+    try:
+        return model.bind_tools([tool]), True
+    except NotImplementedError:
+        return model, False
+    except Exception as e:
+        raise DesignerError(
+            f"cannot give the diagnoser model {label} the {DIAGNOSIS_TOOL.name} tool: "
+            f"{type(e).__name__}: {e}"
+        ) from e
 
 
 def model_diagnosis(
@@ -281,6 +291,7 @@ def model_diagnosis(
         'harden'
     """
     from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.runnables import RunnableLambda
 
     batch = list(trajectories)
     if not batch:
@@ -291,7 +302,7 @@ def model_diagnosis(
         stats = RolloutStats.from_dict(stats)
     objective = Objective.parse(objective)
     label = model_label(model)
-    bound, tool_mode = _bind(model)
+    bound, tool_mode = _bind(model, label)
     messages: list[BaseMessage] = [
         SystemMessage(content=diagnoser_system_prompt(objective, bridge_hints)),
         HumanMessage(
@@ -306,33 +317,50 @@ def model_diagnosis(
         tags=["envrigger", "diagnoser"],
         metadata={"task_id": batch[0].task_id, "diagnoser_model": label},
     )
+
+    def converse(_: Any, config: Any) -> dict[str, Any]:
+        return _converse(bound, messages, config, label, tool_mode, stats.n, usage)
+
+    report = RunnableLambda(converse, name="envrigger.diagnoser").invoke(None, config=settings)
+    return Diagnosis(
+        direction=report["direction"],
+        weaknesses=[Weakness(**w) for w in report["weaknesses"]],
+        stats=stats.to_dict(),
+        summary=report["summary"].strip(),
+        source=label,
+    )
+
+
+def _converse(
+    bound: Any,
+    messages: list[BaseMessage],
+    config: Any,
+    label: str,
+    tool_mode: bool,
+    episodes: int,
+    usage: ModelUsage | None,
+) -> dict[str, Any]:
+    """Asks, checks, and asks once more with the problems; the checked report or DesignerError."""
     attempts: list[str] = []
     for _ in range(_ATTEMPTS):
-        reply = _invoke(bound, messages, settings, label)
+        reply = _invoke(bound, messages, config, label)
         if usage is not None:
             usage.add(reply.usage_metadata)
         data, problem = _extract(reply)
+        problems = [problem] if problem is not None else []
         if problem is None:
-            report, problems = read_report(data, stats.n)
+            report, problems = read_report(data, episodes)
             if report is not None:
-                return Diagnosis(
-                    direction=report["direction"],
-                    weaknesses=[Weakness(**w) for w in report["weaknesses"]],
-                    stats=stats.to_dict(),
-                    summary=report["summary"].strip(),
-                    source=label,
-                )
-        else:
-            problems = [problem]
+                return report
         attempts.append("; ".join(problems))
-        messages += [reply, *_answer(reply, problems, tool_mode)]
+        messages = [*messages, reply, *_answer(reply, problems, tool_mode)]
     listing = " | ".join(f"reply {i}: {text}" for i, text in enumerate(attempts, 1))
     raise DesignerError(
         f"the diagnoser model {label} returned a malformed diagnosis {_ATTEMPTS} times ({listing})"
     )
 
 
-def _invoke(bound: Any, messages: list[BaseMessage], config: dict[str, Any], label: str) -> Any:
+def _invoke(bound: Any, messages: list[BaseMessage], config: Any, label: str) -> Any:
     from langchain_core.messages import AIMessage
 
     try:

@@ -44,6 +44,7 @@ __all__ = [
     "forbiddable_tools",
     "hint_rule",
     "link_siblings",
+    "observation_lengths",
     "setups_oracle_prefix",
     "setups_stage_candidate",
     "setups_success_prefix",
@@ -181,7 +182,8 @@ def forbiddable_tools(context: DesignContext) -> list[str]:
     return sorted(allowed, key=lambda n: (-usage[n], n))
 
 
-def _observation_lengths(context: DesignContext) -> list[int]:
+def observation_lengths(context: DesignContext) -> list[int]:
+    """The lengths of every observation in the baseline (first observations included)."""
     lengths = []
     for trajectory in context.baseline:
         if trajectory.first_observation:
@@ -407,7 +409,7 @@ def truncate_observation(context: DesignContext, max_chars: int | None = None) -
         RiggerError: If ``max_chars`` is not a positive int.
     """
     if max_chars is None:
-        lengths = _observation_lengths(context)
+        lengths = observation_lengths(context)
         max_chars = max(16, int(statistics.median(lengths) // 2)) if lengths else 80
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise RiggerError(f"expected max_chars to be a positive int, got {max_chars!r}")

@@ -1,0 +1,70 @@
+"""The typer app and what every command shares: consoles and clean error exits."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from envharness import __version__
+from envharness.errors import (
+    EnvHarnessError,
+)
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="envharness",
+    help="Turn static agent benchmarks into customizable environments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _stdout() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _clean_errors(command: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turns an :class:`EnvHarnessError` into one red ``error: ...`` line and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return command(*args, **kwargs)
+        except EnvHarnessError as e:
+            _stderr().print(Text(f"error: {e}", style="red"))
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"envharness {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Turn static agent benchmarks into customizable environments."""

@@ -1,0 +1,177 @@
+"""``envharness rig`` (EnvRigger over N tasks) and ``envharness show`` (an accepted spec)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from envharness.bridges.registry import list_tasks
+from envharness.cli._app import _clean_errors, _stderr, _stdout, app
+from envharness.cli.rollout import _ExecutorChoice, _make_executor
+
+_SIBLINGS = 8
+
+
+@app.command()
+@_clean_errors
+def rig(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The bridge's registered name.")],
+    tasks: Annotated[int, typer.Option("--tasks", "-n", min=1, help="Tasks to rig.")] = 4,
+    split: Annotated[str, typer.Option("--split", help="The split the tasks come from.")] = "train",
+    policy: Annotated[
+        str, typer.Option("--policy", "-p", help="oracle[:SKILL], random, scripted:FILE or MODEL.")
+    ] = "oracle:0.5",
+    objective: Annotated[
+        str,
+        typer.Option(
+            "--objective", help="auto, sr:LOW-HIGH, steps:LOW-HIGH, or a weakness in words."
+        ),
+    ] = "auto",
+    designer: Annotated[
+        str, typer.Option("--designer", help="'heuristic' (offline) or a model string.")
+    ] = "heuristic",
+    diagnoser: Annotated[
+        str | None, typer.Option("--diagnoser", help="A model string (default: the designer).")
+    ] = None,
+    k_observe: Annotated[int, typer.Option("--k-observe", min=1)] = 5,
+    k_validate: Annotated[int, typer.Option("--k-validate", min=1)] = 5,
+    max_iterations: Annotated[int, typer.Option("--max-iterations", min=1)] = 5,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Tasks rigged at once.")
+    ] = 4,
+    workers: Annotated[
+        int | None, typer.Option("--workers", "-w", min=1, help="Rollout workers.")
+    ] = None,
+    executor: Annotated[
+        _ExecutorChoice | None,
+        typer.Option("--executor", help="Where rollouts run (default: inline, or local with -w)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="The first rollout seed.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="The run directory (default: runs/rig-NAME).")
+    ] = None,
+) -> None:
+    """Rig a harness to a black-box policy on each of N tasks (observe, diagnose, write, validate).
+
+    Accepted specs go to OUT/accepted/TASK.json, rejected attempts to OUT/rejected/, trajectories
+    to OUT/trajectories/. Checkpoints live in OUT/checkpoints.sqlite: running the same command
+    again resumes an interrupted rig without redoing finished tasks.
+    """
+    from envharness.graph.context import RiggerContext
+    from envharness.graph.run import TaskResult
+    from envharness.graph.run import rig as run_rig
+
+    all_tasks = list_tasks(name, split=split)
+    chosen = all_tasks[:tasks]
+    siblings = [t for t in all_tasks if t not in chosen][:_SIBLINGS]
+    run_dir = out if out is not None else Path("runs") / f"rig-{name}"
+    err = _stderr()
+    if executor is None:
+        executor = _ExecutorChoice.inline if workers is None else _ExecutorChoice.local
+    with _make_executor(executor, workers) as runner:
+        context = RiggerContext(
+            run_dir=str(run_dir),
+            policy=policy,
+            designer=designer,
+            diagnoser=diagnoser,
+            objective=objective,
+            k_observe=k_observe,
+            k_validate=k_validate,
+            max_iterations=max_iterations,
+            executor=runner,
+            siblings=siblings,
+            seed=seed,
+        )
+        err.print(
+            Text(
+                f"rigging {len(chosen)} {name} task(s) for {context.policy_name}, objective "
+                f"{context.objective}, designer {context.model_name('writer')} → {run_dir}"
+            )
+        )
+
+        def report(result: TaskResult) -> None:
+            style = {"accepted": "green", "rejected": "yellow"}.get(result.status, "red")
+            done = " (resumed)" if result.resumed else ""
+            err.print(
+                Text(f"  {result.task_id}: {result.status}{done} — {result.reason}", style=style)
+            )
+
+        try:
+            results = run_rig(name, chosen, context, max_concurrency=concurrency, on_result=report)
+        except KeyboardInterrupt:
+            err.print(
+                Text(
+                    f"interrupted: checkpoints are in {run_dir}; run the same command to resume",
+                    style="yellow",
+                )
+            )
+            raise typer.Exit(130) from None
+    table = Table(title=f"EnvRigger · {name} · {context.policy_name} · {context.objective}")
+    for column in ("task", "status", "baseline", "final", "iterations", "rollouts", "reason"):
+        table.add_column(column)
+
+    def rate(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}"
+
+    for r in results:
+        table.add_row(
+            r.task_id,
+            r.status,
+            rate(r.baseline_success),
+            rate(r.final_success),
+            str(r.iterations),
+            str(r.rollouts),
+            r.reason,
+        )
+    accepted = sum(r.status == "accepted" for r in results)
+    table.caption = (
+        f"{accepted}/{len(results)} accepted · {sum(r.rollouts for r in results)} rollouts"
+    )
+    _stdout().print(table)
+    err.print(Text(f"accepted specs: {run_dir / 'accepted'}", style="dim"))
+
+
+@app.command()
+@_clean_errors
+def show(
+    path: Annotated[Path, typer.Argument(help="An accepted spec, e.g. runs/NAME/accepted/T.json")],
+) -> None:
+    """Show an accepted harness spec: its components, lineage and validation statistics."""
+    from envharness.errors import SpecError
+    from envharness.harness.spec import HarnessSpec
+
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read {path}: {e.strerror}") from None
+    spec = HarnessSpec.from_json(text)
+    out = _stdout()
+    out.print(Text(f"{spec.bridge.name} task {spec.bridge.task_id} · spec {spec.spec_id}", "bold"))
+    for i, component in enumerate(spec.components, start=1):
+        config = dict(component.config)
+        out.print(Text(f"{i}. {component.type}", style="cyan"))
+        if component.type == "rules":
+            out.print(config.pop("rules_code"))
+            config.pop("sha256", None)
+        if config:
+            out.print(json.dumps(config, indent=2))
+    if spec.lineage is not None:
+        lineage = spec.lineage
+        out.print(Text(f"policy: {lineage.policy}  parent: {lineage.parent}", style="dim"))
+        if lineage.notes:
+            out.print(Text(f"rationale: {lineage.notes}"))
+        validation = lineage.validation
+        for label in ("baseline", "candidate"):
+            stats = validation.get(label) or {}
+            if stats:
+                out.print(
+                    f"{label}: success {stats.get('successes')}/{stats.get('n')} "
+                    f"(steps {stats.get('steps_mean', 0):.1f})"
+                )
+        if validation.get("verdict"):
+            out.print(Text(f"verdict: {validation['verdict']}", style="green"))
