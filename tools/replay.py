@@ -99,10 +99,11 @@ def _replay_step(
     sent = action.to_dict()
     verdict = session.filter_action(sent, env.get_env_state())
     parts: list[str] = []
-    blocked = isinstance(verdict, str)
-    if blocked:
+    blocked = False
+    if isinstance(verdict, str):
+        blocked = True
         report.blocked += 1
-        parts.append(f"filter_action BLOCKED with {_quote(verdict)}")  # type: ignore[arg-type]
+        parts.append(f"filter_action BLOCKED with {_quote(verdict)}")
     elif verdict != sent:
         report.changed += 1
         parts.append(f"filter_action changed it to {describe_action(verdict)}")

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphRecursionError
 
 from envharness.errors import DesignerError
-from envharness.graph.designer.models import model_label, run_config
+from envharness.graph.designer.models import model_label, resolve_model, run_config
 from envharness.graph.designer.prompting import designer_system_prompt, designer_task_prompt
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis
@@ -92,7 +92,7 @@ def _invoke(agent: Any, messages: list[BaseMessage], config: Any, label: str) ->
 
 
 def run_designer(
-    model: BaseChatModel,
+    model: BaseChatModel | str,
     session: DesignSession,
     *,
     diagnosis: Diagnosis | Mapping[str, Any] | None = None,
@@ -112,7 +112,8 @@ def run_designer(
     :attr:`DesignSession.usage`; the conversation is kept in :attr:`DesignSession.transcript`.
 
     Args:
-        model: A tool-calling LangChain chat model (see :func:`resolve_model`).
+        model: A tool-calling LangChain chat model, or a model string for
+            :func:`resolve_model`.
         session: The task's design session; its previous submission is cleared first.
         diagnosis: The diagnosis to design against (the session's when ``None``).
         objective: The objective (the session's when ``None``).
@@ -127,10 +128,13 @@ def run_designer(
         The accepted candidate, or ``None``.
 
     Raises:
-        DesignerError: ``max_turns`` is not a positive int, the model cannot call tools, or a
-            model call failed.
+        DesignerError: ``max_turns`` is not a positive int, the model cannot be resolved or
+            cannot call tools, or a model call failed.
+        RiggerError: The session's base spec does not build.
     """
     max_turns = _check_turns(max_turns)
+    if isinstance(model, str):
+        model = resolve_model(model)
     objective = Objective.parse(objective if objective is not None else session.objective)
     if diagnosis is None:
         diagnosis = session.diagnosis  # type: ignore[assignment]
@@ -138,14 +142,20 @@ def run_designer(
     session.begin_run()
     label = model_label(model)
     guard = _TurnGuard(session, max_turns)
-    agent = create_agent(
-        model,
-        build_designer_tools(session),
-        system_prompt=system_prompt or designer_system_prompt(objective, hints),
-        middleware=[guard],
-        checkpointer=False,
-        name="envrigger_writer",
-    )
+    try:
+        agent = create_agent(
+            model,
+            build_designer_tools(session),
+            system_prompt=system_prompt or designer_system_prompt(objective, hints),
+            middleware=[guard],
+            checkpointer=False,
+            name="envrigger_writer",
+        )
+    except NotImplementedError as e:
+        raise DesignerError(
+            f"the designer model {label} cannot call tools ({e}); the designer agent needs a "
+            "tool-calling chat model"
+        ) from e
     settings = run_config(
         config,
         run_name=WRITER_RUN_NAME,

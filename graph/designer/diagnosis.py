@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from envharness.core import ToolSpec
 from envharness.errors import DesignerError
-from envharness.graph.designer.models import model_label, run_config
+from envharness.graph.designer.models import model_label, resolve_model, run_config
 from envharness.graph.designer.prompting import diagnoser_system_prompt, diagnoser_task_prompt
 from envharness.graph.objective import Objective
 from envharness.graph.records import DIRECTIONS, Diagnosis, Weakness
@@ -247,7 +247,7 @@ def _bind(model: BaseChatModel, label: str) -> tuple[Any, bool]:
 
 
 def model_diagnosis(
-    model: BaseChatModel,
+    model: BaseChatModel | str,
     trajectories: Sequence[Trajectory],
     stats: RolloutStats | Mapping[str, Any] | None = None,
     objective: Objective | str = "auto",
@@ -260,7 +260,7 @@ def model_diagnosis(
     """Asks ``model`` for a structured diagnosis of the baseline rollouts.
 
     Args:
-        model: A LangChain chat model (see :func:`resolve_model`).
+        model: A LangChain chat model, or a model string for :func:`resolve_model`.
         trajectories: The K baseline rollouts of one task.
         stats: Their statistics (computed when ``None``).
         objective: The rig's objective.
@@ -275,8 +275,8 @@ def model_diagnosis(
         The diagnosis, with ``stats`` set and ``source`` naming the model.
 
     Raises:
-        DesignerError: No trajectories; the model call failed; or the reply was malformed twice
-            (the message lists what was wrong).
+        DesignerError: No trajectories; the model cannot be resolved; a model call failed; or
+            the reply was malformed twice (the message lists what was wrong).
 
     Example:
         >>> from envharness import load_bridge
@@ -301,6 +301,8 @@ def model_diagnosis(
     elif not isinstance(stats, RolloutStats):
         stats = RolloutStats.from_dict(stats)
     objective = Objective.parse(objective)
+    if isinstance(model, str):
+        model = resolve_model(model)
     label = model_label(model)
     bound, tool_mode = _bind(model, label)
     messages: list[BaseMessage] = [

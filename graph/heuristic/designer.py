@@ -240,7 +240,7 @@ class HeuristicDesigner:
         p_low = max((r.p for r in tuned if r.side == "easy"), default=0.0)
         p_high = min((r.p for r in tuned if r.side == "hard" and r.p > p_low), default=1.0)
         ceiling = min(p_high, _P_MAX)
-        if ceiling - p_low < _P_MIN_GAP:
+        if ceiling - p_low < _P_MIN_GAP or _knob_backfires(anchor, tuned, target):
             return None
         width = ceiling - p_low
         midpoint = p_low + width / 2
@@ -249,7 +249,7 @@ class HeuristicDesigner:
         if p_high >= 1.0:  # nothing too hard seen yet: never jump past the midpoint
             hi_edge = min(hi_edge, max(midpoint, lo_edge))
         if guess is None or not lo_edge <= guess <= hi_edge:
-            guess = midpoint if guess is None else min(max(guess, lo_edge), hi_edge)
+            guess = midpoint  # the model is off the bracket: bisect
         for p in _nearby(guess, p_low, ceiling):
             candidate = _with_drop(context, rung.candidate, p)
             if candidate_key(candidate) not in excluded:
@@ -337,6 +337,19 @@ def _side_from_reason(reason: str, default: Side) -> Side:
 def _with_drop(context: DesignContext, candidate: Candidate, p: float) -> Candidate:
     drop = t.drop_actions(context, p)
     return drop if candidate.is_empty() else t.combine(candidate, drop)
+
+
+def _knob_backfires(anchor: _Result, tuned: list[_Result], target: Target) -> bool:
+    """Whether failing actions twice failed to lengthen successful episodes (steps axis).
+
+    A weak policy's successes under failing actions are its lucky short episodes, so the knob
+    cannot lengthen them; tuning it further would only spend rollouts.
+    """
+    if target.axis != "steps":
+        return False
+    start = float(anchor.stats.get("success_steps_mean") or 0.0)
+    not_longer = [r for r in tuned if 0 < float(r.stats.get("success_steps_mean") or 0.0) <= start]
+    return start > 0 and len(not_longer) >= 2
 
 
 def _model_p(anchor: _Result, tuned: list[_Result], target: Target) -> float | None:

@@ -58,6 +58,14 @@ def _action_text(action):
     return str(action.get("tool")) + "(" + inner + ")"
 
 
+def _checksum(text):
+    """A 32-bit FNV-1a checksum of ``text`` (stable across processes, unlike ``hash``)."""
+    value = 2166136261
+    for char in text:
+        value = ((value ^ ord(char)) * 16777619) & 0xFFFFFFFF
+    return value
+
+
 def _find_list(value, key, depth):
     """The first list of strings stored under ``key`` in ``value`` (searching nested dicts)."""
     if not isinstance(value, dict) or depth < 0:
@@ -194,15 +202,20 @@ class _TruncateObservation:
     "drop_actions": (
         '''
 class _DropActions:
-    """Each action fails with probability ``probability`` (the episode's seeded ``random``):
-    it is not carried out and the agent is told so, like sticky or unreliable actuators."""
+    """Each action fails with probability ``probability``: it is not carried out and the agent
+    is told so, like an unreliable actuator. The draws come from the episode's seeded ``random``
+    mixed with the first state seen, so episodes replay exactly and tasks differ."""
 
     def __init__(self, probability, feedback):
         self.probability = probability
         self.feedback = feedback
+        self.rng = None
 
     def filter_action(self, action, state):
-        if random.random() < self.probability:
+        if self.rng is None:
+            first = json.dumps(state, sort_keys=True, default=str)
+            self.rng = random.Random(random.getrandbits(32) ^ _checksum(first))
+        if self.rng.random() < self.probability:
             return self.feedback
         return action
 ''',

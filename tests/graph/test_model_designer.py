@@ -306,6 +306,13 @@ def test_designer_model_failure_is_a_designer_error(session):
         run_designer(model, session)
 
 
+def test_designer_model_strings_are_resolved(session):
+    with pytest.raises(DesignerError, match="'heuristic' is not a chat model"):
+        run_designer("heuristic", session)
+    with pytest.raises(DesignerError, match="unknown model provider"):
+        model_diagnosis("nosuch:model", session.trajectories)
+
+
 def test_designer_needs_tool_calling(session):
     model = FakeToolCallingModel(responses=["x"], tool_calling=False)
     with pytest.raises(DesignerError, match="cannot call tools"):
