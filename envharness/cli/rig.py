@@ -156,10 +156,10 @@ def show(
         config = dict(component.config)
         out.print(Text(f"{i}. {component.type}", style="cyan"))
         if component.type == "rules":
-            out.print(config.pop("rules_code"))
+            out.print(config.pop("rules_code"), markup=False, highlight=False)
             config.pop("sha256", None)
         if config:
-            out.print(json.dumps(config, indent=2))
+            out.print(json.dumps(config, indent=2), markup=False, highlight=False)
     if spec.lineage is not None:
         lineage = spec.lineage
         out.print(Text(f"policy: {lineage.policy}  parent: {lineage.parent}", style="dim"))

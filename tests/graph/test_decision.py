@@ -228,7 +228,10 @@ def test_settled_waits_for_steps_bands_and_behaviour_fixes():
 
 
 def test_settled_auto_harden_stops_on_a_clear_failure_to_harden():
-    # baseline 5/5: after 2 successes of 2, at best 2/5 — which would be accepted; not settled
+    # baseline 5/5, 2 successes of 2: 2/5 (accepted) up to 5/5 (refined) are still possible
     assert not settled(Objective(), "harden", stats(5), batch(2, n=2), 5)
-    # 5 successes impossible to undo after 5 of 5
+    # 0 of 4: 0/5 (unsolvable) or 1/5 (accepted) are still possible
+    assert not settled(Objective(), "harden", stats(5), batch(0, n=4), 5)
+    # 4 of 4: 4/5 (accepted) or 5/5 (refined)
+    assert not settled(Objective(), "harden", stats(5), batch(4, n=4), 5)
     assert settled(Objective(), "harden", stats(5), batch(5, n=5), 5)

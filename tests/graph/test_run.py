@@ -122,6 +122,10 @@ def test_cli_rig_and_show(tmp_path):
     shown = runner.invoke(app, ["show", str(accepted[0])])
     assert shown.exit_code == 0, shown.output
     assert "verdict:" in shown.output and "policy: oracle:0.5" in shown.output
+    spec = json.loads(accepted[0].read_text())
+    for component in spec["components"]:
+        if component["type"] == "rules":  # shown verbatim: no rich markup eaten ([i] etc.)
+            assert component["config"]["rules_code"].strip() in shown.output
     assert json.loads(accepted[0].read_text())["lineage"]["task"] in shown.output
 
 
