@@ -19,7 +19,7 @@ too long, or no success at all) or on target. Then it:
    steps ``s / (1 - p)``) calibrated on the results seen.
 
 It never proposes a candidate twice, dry-runs each candidate on a fresh env (one that cannot
-start counts as too hard and is skipped), and returns ``None`` when nothing is left to try.
+start is skipped), and returns ``None`` when nothing is left to try.
 Behaviour fixes (``fix-behaviour`` under ``auto``) are a short ladder ordered by the diagnosed
 weakness.
 """
@@ -41,6 +41,7 @@ from envharness.graph.heuristic.ladder import (
     Target,
     build_rungs,
     candidate_key,
+    inert,
     observed_value,
     predict,
     smoothed_rate,
@@ -136,8 +137,7 @@ class HeuristicDesigner:
             candidate = self._choose(context, diagnosis, objective, history, excluded)
             if candidate is None or self._starts(context, candidate):
                 return candidate
-            excluded.add(candidate_key(candidate))
-            history.append((candidate, Verdict("refine", "it cannot start", {"n": 0}, 0)))
+            excluded.add(candidate_key(candidate))  # skipped, not judged: nothing was learned
         return None
 
     # -- choosing ---------------------------------------------------------------------------------
@@ -150,6 +150,7 @@ class HeuristicDesigner:
         history: list[tuple[Candidate, Verdict]],
         excluded: set[str],
     ) -> Candidate | None:
+        """Dispatches on the direction: nothing to do, behaviour fixes, or the ladder search."""
         if diagnosis.direction == "none":
             empty = Candidate(rationale=_NONE_RATIONALE, template="none")
             return empty if candidate_key(empty) not in excluded else None
@@ -179,6 +180,7 @@ class HeuristicDesigner:
         history: list[tuple[Candidate, Verdict]],
         excluded: set[str],
     ) -> Candidate | None:
+        """Brackets the target on the ladder, then tries a rung inside or tunes ``p``."""
         rungs, base_index = build_rungs(context, diagnosis, target)
         baseline = diagnosis.stats
         base_successes = int(baseline.get("successes") or 0)
@@ -195,11 +197,16 @@ class HeuristicDesigner:
             if i not in values and candidate_key(rungs[i].candidate) not in excluded
         ]
         anchor = self._anchor(plain, target, base_index, len(context.baseline) or 5, fallback)
-        if inside:
-            if target.gentle:
-                return rungs[inside[0] if e >= base_index else inside[-1]].candidate
-            base = values[base_index]
-            guess = {i: predict(rungs, i, target, base, values) for i in inside}
+        base = values[base_index]
+        if inside and target.gentle:
+            mildest_first = inside if e >= base_index else inside[::-1]
+            for i in mildest_first:
+                if not inert(rungs, i, base, values):
+                    return rungs[i].candidate
+        elif inside:
+            n = int(baseline.get("n") or 0)
+            censored = base_successes in (0, n)
+            guess = {i: predict(rungs, i, target, base, values, censored=censored) for i in inside}
             on_target = [i for i in inside if target.low <= guess[i] <= target.high]
             if on_target or anchor is None:
                 pool = on_target or inside

@@ -10,7 +10,7 @@ from envharness.errors import EnvHarnessError, RiggerError
 from envharness.graph.decision import auto_direction
 from envharness.graph.objective import Objective
 from envharness.graph.records import Diagnosis, Weakness
-from envharness.rollout.stats import RolloutStats, failure_category, find_loop
+from envharness.rollout.stats import RolloutStats, failure_category, find_loop, wilson_interval
 from envharness.rollout.trajectory import Step, Trajectory
 
 __all__ = ["BEHAVIOUR_FAILURES", "diagnosis_direction", "heuristic_diagnosis"]
@@ -46,7 +46,8 @@ def diagnosis_direction(stats: RolloutStats, objective: Objective) -> tuple[str,
     ``auto`` (and a plain-language deficiency, which the heuristic reads as ``auto``) follows
     :func:`~envharness.graph.decision.auto_direction`; a middling baseline is a ``fix-behaviour``
     case only when loops, invalid or blocked actions cause at least half of its failures,
-    otherwise it is scaffolded (success at most 50%) or hardened. A success band scaffolds below
+    otherwise it is scaffolded (success at most 50%) or hardened, whichever K rollouts can show
+    (a Wilson interval clear of the baseline rate). A success band scaffolds below
     the band, hardens above it and does nothing inside; a steps band hardens (lengthens) when
     successful episodes are shorter than the band, scaffolds (shortens) when longer or when
     nothing succeeded, and does nothing inside.
@@ -87,13 +88,16 @@ def diagnosis_direction(stats: RolloutStats, objective: Objective) -> tuple[str,
             f"success {rate:.0%} is middling and {behaviour} of its {failed} failures are loops, "
             "invalid or blocked actions"
         )
-    if rate <= 0.5:
-        return "scaffold", (
-            f"success {rate:.0%} is middling and its failures are not behavioural: scaffold it"
-        )
-    return (
-        "harden",
-        f"success {rate:.0%} is middling and its failures are not behavioural: harden it",
+    n = stats.n
+    can_scaffold = any(wilson_interval(k, n)[0] > rate for k in range(n + 1))
+    can_harden = any(wilson_interval(k, n)[1] < rate for k in range(1, n + 1))
+    if can_scaffold and (rate <= 0.5 or not can_harden):
+        return "scaffold", f"success {rate:.0%} is middling and its failures are not behavioural"
+    if can_harden:
+        return "harden", f"success {rate:.0%} is middling and its failures are not behavioural"
+    side = "scaffold" if rate <= 0.5 else "harden"
+    return side, (
+        f"success {rate:.0%} is middling; {n} rollouts can hardly show a change either way"
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "Target",
     "build_rungs",
     "candidate_key",
+    "inert",
     "observed_value",
     "predict",
     "smoothed_rate",
@@ -159,6 +160,8 @@ class Rung:
         success_power: Predicted success ``r ** success_power * success_factor``.
         success_factor: See ``success_power``.
         steps_factor: Predicted steps ``s * steps_factor``.
+        skip_if_inert: Under ``auto``, skip this rung once a rung of its family changed nothing
+            (one more sibling task or ban is not worth an iteration); head starts never skip.
     """
 
     candidate: Candidate
@@ -166,6 +169,7 @@ class Rung:
     success_power: float = 1.0
     success_factor: float = 1.0
     steps_factor: float = 1.0
+    skip_if_inert: bool = False
 
     def shift(self, target: Target, rate: float) -> float:
         """The prior's log-shift of the axis value from the plain task's."""
@@ -180,6 +184,8 @@ def predict(
     target: Target,
     base: float,
     observed: dict[int, float],
+    *,
+    censored: bool = False,
 ) -> float:
     """Rung ``index``'s predicted value, its family's prior scaled by the family's results.
 
@@ -189,6 +195,8 @@ def predict(
         target: The target (its axis).
         base: The plain task's value (smoothed success rate, or steps).
         observed: Values seen so far, by rung index.
+        censored: The plain task succeeded always or never, so a family member that also did
+            says nothing about the family's strength (it is not used to scale it).
     """
     rung = rungs[index]
     rate = base if target.axis == "success" else 0.5
@@ -198,12 +206,23 @@ def predict(
         other = rungs[i]
         if other.family != rung.family or i == index:
             continue
+        if censored and abs(value - base) < 1e-9:
+            continue
         expected = other.shift(target, rate)
         if abs(expected) > 1e-9 and value > 0:
             scales.append(math.log(value / base) / expected)
     scale = min(4.0, max(0.0, statistics.median(scales))) if scales else 1.0
     value = base * math.exp(scale * prior)
     return min(1.0, value) if target.axis == "success" else value
+
+
+def inert(rungs: Sequence[Rung], index: int, base: float, observed: dict[int, float]) -> bool:
+    """Whether rung ``index`` may be skipped: a tried rung of its family changed nothing."""
+    rung = rungs[index]
+    return rung.skip_if_inert and any(
+        rungs[i].family == rung.family and i != index and abs(value - base) < 1e-9
+        for i, value in observed.items()
+    )
 
 
 def build_rungs(
@@ -275,13 +294,20 @@ def _harder(context: DesignContext) -> list[Rung]:
     if lengths and lengths[len(lengths) // 2] >= VERBOSE_OBSERVATION:
         natural.append(("truncate", t.truncate_observation(context)))
     if stage is not None and forbid is not None:
-        natural.append(("stage+forbid", t.combine(stage, forbid)))
+        natural.append(("stage", t.combine(stage, forbid)))  # a stronger perturbed start
     rungs = [
-        Rung(c, family, success_factor=0.9 - 0.05 * i, steps_factor=1.1 + 0.05 * i)
+        Rung(
+            c,
+            family,
+            success_factor=0.9 - 0.05 * i,
+            steps_factor=1.1 + 0.05 * i,
+            skip_if_inert=True,
+        )
         for i, (family, c) in enumerate(natural)
     ]
     for n in range(1, min(MAX_LINKS, len(context.sibling_task_ids)) + 1):
+        link = t.link_siblings(context, n)
         rungs.append(
-            Rung(t.link_siblings(context, n), "link", success_power=1.0 + n, steps_factor=1.0 + n)
+            Rung(link, "link", success_power=1.0 + n, steps_factor=1.0 + n, skip_if_inert=True)
         )
     return rungs

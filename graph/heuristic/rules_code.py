@@ -85,27 +85,30 @@ _PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "block_repeats": (
         '''
 class _BlockRepeats:
-    """Blocks an action already taken ``max_repeats`` times, within the last ``window`` actions,
-    from a state that looked the same (volatile keys such as step counters ignored)."""
+    """Blocks an action the agent already took ``max_repeats`` times, within its last ``window``
+    actions, from a state that looked the same (volatile keys such as step counters ignored),
+    and the same action a ``max_repeats + 2``-th time in a row whatever the state."""
 
     def __init__(self, max_repeats, window, volatile):
         self.max_repeats = max_repeats
         self.window = window
         self.volatile = set(volatile)
         self.recent = []
+        self.run = 0
 
     def filter_action(self, action, state):
         key = _action_key(action)
         here = _fingerprint(state, self.volatile)
         recent = self.recent[-self.window:]
         count = sum(1 for k, f in recent if k == key and f == here)
-        if count >= self.max_repeats:
+        run = self.run + 1 if recent and recent[-1][0] == key else 1
+        if count >= self.max_repeats or run > self.max_repeats + 1:
             return (
-                "You already tried " + _action_text(action) + " " + str(count)
-                + " times from this same situation and it did not get you further; "
-                + "try something else."
+                "You already tried " + _action_text(action) + " " + str(max(count, run - 1))
+                + " times and it did not get you further; try something else."
             )
         self.recent.append((key, here))
+        self.run = run
         return action
 ''',
         ("filter_action",),
@@ -314,10 +317,8 @@ def render_rules(parts: Sequence[RulePart]) -> str:
         "        ]",
     ]
     for hook in used:
-        members = [str(i) for i, p in enumerate(parts) if hook in p.hooks]
-        lines.append(
-            f"        self.{hook}_parts = [self.parts[i] for i in ({', '.join(members)},)]"
-        )
+        members = ", ".join(f"self.parts[{i}]" for i, p in enumerate(parts) if hook in p.hooks)
+        lines.append(f"        self.{hook}_parts = [{members}]")
     lines.extend(_hook_methods(used))
     body = "\n".join(lines)
     return (

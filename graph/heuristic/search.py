@@ -76,7 +76,8 @@ def _validate(
     try:
         trajectories = play(spec, policy_factory, range(seed, seed + k), stop=stop)
     except EnvHarnessError as e:
-        return Verdict("refine", f"the candidate cannot be built: {e}", {"n": 0}, 0)
+        nothing = RolloutStats.from_trajectories([]).to_dict()
+        return Verdict("refine", f"the candidate cannot be built: {e}", nothing, 0)
     verdict = decide(objective, direction, baseline, trajectories)
     verdict.early_stopped = len(trajectories) < k
     return verdict

@@ -203,8 +203,10 @@ def block_repeated_action(
 
     The rule blocks an action (canonical JSON of tool and args) the agent already took
     ``max_repeats`` times within its last ``window`` actions from a state equal to the current
-    one (step counters ignored), so loops and repeated no-ops are cut while an action that makes
-    progress each time (``undo`` three times) passes.
+    one (step counters ignored), and any action repeated more than ``max_repeats + 1`` times in a
+    row. Loops and repeated no-ops are cut while an action that makes progress each time
+    (``undo`` three times) passes. The feedback reads "You already tried X ... try something
+    else."
 
     Args:
         context: The task.

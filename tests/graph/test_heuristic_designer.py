@@ -1,0 +1,356 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import envharness
+from envharness.core import Evaluation
+from envharness.errors import DesignerError, RiggerError
+from envharness.graph.heuristic import (
+    DesignContext,
+    HeuristicDesigner,
+    Target,
+    candidate_key,
+    heuristic_diagnosis,
+    heuristic_search,
+    play,
+)
+from envharness.graph.heuristic.rules_code import parts_of
+from envharness.graph.objective import Objective
+from envharness.graph.records import Candidate, Diagnosis, Verdict
+from envharness.harness.spec import BridgeSpec, HarnessSpec
+from envharness.rollout import OraclePolicy, OraclePolicyFactory, RolloutStats, rollout
+from envharness.rollout.trajectory import Step, Trajectory
+
+TOY = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+SIBLINGS = ["3-3-8-8", "1-1-4-6", "2-3-4-6"]
+
+
+def baseline(skill: float, spec: HarnessSpec = TOY, k: int = 5) -> list[Trajectory]:
+    return [rollout(spec.build(), OraclePolicy(skill, s), seed=s) for s in range(k)]
+
+
+def setup(skill: float, objective: str, spec: HarnessSpec = TOY, siblings=SIBLINGS):
+    trajectories = baseline(skill, spec)
+    objective_ = Objective.parse(objective)
+    diagnosis = heuristic_diagnosis(trajectories, objective_)
+    context = DesignContext.from_spec(spec, trajectories, siblings=siblings)
+    return context, diagnosis, objective_
+
+
+def verdict(successes: int, n: int = 5, steps: float = 3.0, decision: str = "refine") -> Verdict:
+    stats = {
+        "n": n,
+        "successes": successes,
+        "success_rate": successes / n,
+        "success_steps_mean": steps if successes else None,
+        "steps_mean": steps,
+    }
+    return Verdict(decision, "synthetic", stats, n)  # type: ignore[arg-type]
+
+
+def drop_p(candidate: Candidate) -> float:
+    drops = [p for p in parts_of(candidate.rules_code) if p.kind == "drop_actions"]
+    return drops[0].params["probability"] if drops else 0.0
+
+
+# -- steering on a success band -------------------------------------------------------------------
+
+
+def test_harden_into_a_success_band_tunes_failing_actions_both_ways():
+    context, diagnosis, objective = setup(1.0, "sr:0.4-0.6")
+    designer = HeuristicDesigner()
+    first = designer.propose(context, diagnosis, objective, [])
+    assert first.template == "drop_actions(0.45)"
+    assert first.rationale.startswith("heuristic template drop_actions(0.45): ")
+    easier = designer.propose(context, diagnosis, objective, [(first, verdict(0))])
+    assert 0 < drop_p(easier) < 0.45  # "made it unsolvable": back off
+    harder = designer.propose(context, diagnosis, objective, [(first, verdict(5))])
+    assert drop_p(harder) > 0.45  # "too easy": stronger
+    between = designer.propose(
+        context, diagnosis, objective, [(first, verdict(5)), (harder, verdict(0))]
+    )
+    assert 0.45 < drop_p(between) < drop_p(harder)
+
+
+def scaffold_case(successes: int) -> tuple[DesignContext, Diagnosis, Objective]:
+    objective = Objective.parse("sr:0.4-0.6")
+    stats = {"n": 5, "successes": successes, "success_rate": successes / 5, "steps_mean": 12.0}
+    context = DesignContext.from_spec(TOY, baseline(0.0), siblings=[])
+    return context, Diagnosis("scaffold", stats=stats), objective
+
+
+def test_scaffold_into_a_success_band_walks_the_head_starts_then_tunes():
+    context, diagnosis, objective = scaffold_case(1)
+    designer = HeuristicDesigner()
+    first = designer.propose(context, diagnosis, objective, [])
+    assert first.template == "setups_oracle_prefix(1)"  # predicted closest to the band
+    stronger = designer.propose(context, diagnosis, objective, [(first, verdict(0))])
+    assert stronger.template == "setups_oracle_prefix(2)"
+    tuned = designer.propose(
+        context, diagnosis, objective, [(first, verdict(0)), (stronger, verdict(5))]
+    )
+    assert tuned.template.startswith("setups_oracle_prefix(2) + drop_actions(")
+    assert tuned.in_env_actions == stronger.in_env_actions
+    history = [(first, verdict(0)), (stronger, verdict(1))]
+    assert designer.propose(context, diagnosis, objective, history) is None
+
+
+def test_scaffold_from_zero_starts_with_the_strongest_head_start():
+    context, diagnosis, objective = scaffold_case(0)
+    first = HeuristicDesigner().propose(context, diagnosis, objective, [])
+    assert first.template == "setups_oracle_prefix(2)"
+    tuned = HeuristicDesigner().propose(context, diagnosis, objective, [(first, verdict(5))])
+    assert tuned.template.startswith("setups_oracle_prefix(2) + drop_actions(")
+
+
+def test_steps_band_lengthens_with_links_and_shortens_with_head_starts():
+    context, diagnosis, objective = setup(1.0, "steps:5-8")
+    first = HeuristicDesigner().propose(context, diagnosis, objective, [])
+    assert first.template == "link_siblings(1)" and first.link_task_ids == ["3-3-8-8"]
+    too_long = HeuristicDesigner().propose(
+        context, diagnosis, objective, [(first, verdict(5, steps=9.0))]
+    )
+    assert too_long.template.startswith("drop_actions(")
+    long_context = DesignContext.from_spec(TOY, [], siblings=[])
+    long_diagnosis = Diagnosis(
+        "scaffold", stats={"n": 5, "successes": 5, "success_rate": 1.0, "success_steps_mean": 11.0}
+    )
+    shorter = HeuristicDesigner().propose(
+        long_context, long_diagnosis, Objective.parse("steps:5-8"), []
+    )
+    assert shorter.template == "setups_oracle_prefix(1)"
+
+
+def test_auto_hardening_starts_with_the_mildest_natural_change():
+    spec = HarnessSpec(BridgeSpec("toy24", "1-1-4-6"))
+    context, diagnosis, objective = setup(1.0, "auto", spec)
+    designer = HeuristicDesigner()
+    first = designer.propose(context, diagnosis, objective, [])
+    assert first.template == "setups_stage_candidate(2)"
+    second = designer.propose(context, diagnosis, objective, [(first, verdict(5))])
+    assert second.template == "link_siblings(1)"
+    # one more task changed nothing: no second or third link, tune failing actions instead
+    history = [(first, verdict(5)), (second, verdict(5))]
+    third = designer.propose(context, diagnosis, objective, history)
+    assert third.template.startswith("drop_actions(")
+    # a link that did change something is followed by a longer one
+    fourth = designer.propose(
+        context, diagnosis, objective, [(first, verdict(5)), (second, verdict(4, 4))]
+    )
+    assert fourth.template == "link_siblings(2)"
+
+
+def test_fix_behaviour_ladder_follows_the_diagnosed_weakness():
+    confused = [
+        Step(
+            i,
+            {"tool": "combine", "args": {"a": str(i + 20), "op": "+", "b": "4"}},
+            "Invalid",
+            invalid="x",
+        )
+        for i in range(6)
+    ]
+    ok = Evaluation(True, 1.0, {})
+    episodes = [
+        Trajectory("4-4-10-10", "toy24", "s", {}, s, "p", steps=confused, evaluation=None)
+        for s in range(3)
+    ] + [
+        Trajectory("4-4-10-10", "toy24", "s", {}, s, "p", evaluation=ok, end_reason="terminated")
+        for s in range(3, 5)
+    ]
+    diagnosis = heuristic_diagnosis(episodes, "auto")
+    assert diagnosis.direction == "fix-behaviour"
+    context = DesignContext.from_spec(TOY, episodes, siblings=[])
+    designer = HeuristicDesigner()
+    seen = []
+    while (candidate := designer.propose(context, diagnosis, "auto", seen)) is not None:
+        seen.append((candidate, verdict(2)))
+    templates = [c.template for c, _ in seen]
+    assert templates[0] == "answer_invalid_with_options"  # invalid steps, no loop
+    assert templates[1] == "block_repeated_action(2)"
+    assert len(templates) == 4
+
+
+def test_direction_none_proposes_the_empty_candidate_once():
+    context, diagnosis, objective = setup(1.0, "sr:0.9-1")
+    assert diagnosis.direction == "none"
+    designer = HeuristicDesigner()
+    empty = designer.propose(context, diagnosis, objective, [])
+    assert empty.is_empty() and empty.template == "none"
+    assert empty.rationale.startswith("heuristic template none:")
+    assert designer.propose(context, diagnosis, objective, [(empty, verdict(5))]) is None
+
+
+def test_never_proposes_the_same_candidate_twice_and_runs_out():
+    context, diagnosis, objective = setup(1.0, "sr:0.4-0.6")
+    designer = HeuristicDesigner(dry_run=False)
+    history: list[tuple[Candidate, Verdict]] = []
+    for _ in range(40):
+        candidate = designer.propose(context, diagnosis, objective, history)
+        if candidate is None:
+            break
+        # a policy whose success jumps from 5/5 to 0/5: no probability lands in the band
+        history.append((candidate, verdict(5 if drop_p(candidate) < 0.6 else 0)))
+    else:
+        pytest.fail("the designer never ran out of ideas")
+    keys = [candidate_key(c) for c, _ in history]
+    assert len(keys) == len(set(keys))
+    assert all(c.rationale.startswith("heuristic template ") for c, _ in history)
+
+
+def test_candidates_that_cannot_start_are_skipped():
+    context, diagnosis, objective = setup(0.0, "sr:0.4-0.6")
+    broken = DesignContext(
+        TOY,
+        tools=context.tools,
+        state_schema=context.state_schema,
+        baseline=context.baseline,
+        # the plan's first step names a number that is not there: its head starts fail
+        oracle_actions=[{"tool": "combine", "args": {"a": "7", "op": "+", "b": "4"}}]
+        + context.oracle_actions[1:],
+        max_steps=12,
+    )
+    candidate = HeuristicDesigner().propose(broken, diagnosis, objective, [])
+    # both head starts fail their dry run; the next scaffold is a rules-only one
+    assert candidate is not None and not candidate.in_env_actions
+    assert candidate.rules_code is not None
+
+
+def test_designer_errors():
+    context, diagnosis, _ = setup(1.0, "auto")
+    designer = HeuristicDesigner()
+    assert designer.supports("sr:0.4-0.6") and not designer.supports("loops forever")
+    with pytest.raises(DesignerError, match="cannot target a plain-language deficiency"):
+        designer.propose(context, diagnosis, "loops forever", [])
+    with pytest.raises(RiggerError, match="expected a DesignContext"):
+        designer.propose(TOY, diagnosis, "auto", [])  # type: ignore[arg-type]
+    with pytest.raises(RiggerError, match="expected a Diagnosis"):
+        designer.propose(context, diagnosis.to_dict(), "auto", [])  # type: ignore[arg-type]
+
+
+def test_attempts_from_other_designers_are_not_repeated_or_misread():
+    context, diagnosis, objective = setup(1.0, "sr:0.4-0.6")
+    foreign = Candidate(rules_code="class _Rules:\n    pass\n", template=None)
+    candidate = HeuristicDesigner().propose(context, diagnosis, objective, [(foreign, verdict(0))])
+    assert candidate.template == "drop_actions(0.45)"
+
+
+def test_auto_targets_follow_the_wilson_interval():
+    harden = Target.for_objective(Objective(), "harden", {"n": 5, "success_rate": 1.0})
+    assert (harden.low, harden.high, harden.gentle) == (0.2, 0.8, True)
+    scaffold = Target.for_objective(Objective(), "scaffold", {"n": 5, "success_rate": 0.2})
+    assert scaffold.low == 0.6 and scaffold.high == 1.0
+    steps = Target.for_objective(Objective.parse("steps:5-8"), "harden", {})
+    assert steps.axis == "steps" and steps.aim == 6.5
+    assert steps.side({"n": 5, "successes": 0}, 5) == "hard"
+    assert steps.side({"n": 5, "successes": 5, "success_steps_mean": 3.0}, 5) == "easy"
+
+
+# -- the whole loop -------------------------------------------------------------------------------
+
+
+def test_search_accepts_and_records_every_attempt():
+    events: list[str] = []
+    accepted, attempts = heuristic_search(
+        TOY,
+        OraclePolicyFactory(1.0),
+        "sr:0.4-0.6",
+        siblings=[],
+        trace=lambda event, payload: events.append(event),
+    )
+    assert accepted is not None and attempts[-1][0] is accepted
+    assert attempts[-1][1].decision == "accept"
+    stats = RolloutStats.from_dict(attempts[-1][1].stats)
+    assert 0.4 <= stats.success_rate <= 0.6
+    assert events[:2] == ["baseline", "diagnosis"]
+    assert events.count("candidate") == events.count("verdict") == len(attempts)
+    env = accepted.apply(TOY).build()
+    env.close()
+
+
+def test_search_with_the_baseline_already_in_the_band():
+    accepted, attempts = heuristic_search(TOY, OraclePolicyFactory(1.0), "sr:0.8-1")
+    assert accepted is not None and accepted.is_empty()
+    assert [c.template for c, _ in attempts] == ["none"]
+
+
+def test_search_stops_when_iterations_run_out():
+    accepted, attempts = heuristic_search(
+        TOY, OraclePolicyFactory(1.0), "sr:0.5-0.5", max_iterations=2, siblings=[]
+    )
+    assert len(attempts) <= 2
+    if accepted is None:
+        assert all(v.decision == "refine" for _, v in attempts)
+
+
+def test_search_validation_stops_early_once_settled():
+    _, attempts = heuristic_search(
+        TOY, OraclePolicyFactory(0.0), "sr:0.4-0.6", max_iterations=3, siblings=[]
+    )
+    early = [v for _, v in attempts if v.early_stopped]
+    assert all(v.rollouts < 5 for v in early)
+
+
+def test_search_errors():
+    with pytest.raises(RiggerError, match="k to be a positive int"):
+        heuristic_search(TOY, OraclePolicyFactory(1.0), "auto", k=0)
+    with pytest.raises(RiggerError, match="max_iterations to be a positive int"):
+        heuristic_search(TOY, OraclePolicyFactory(1.0), "auto", max_iterations=0)
+    with pytest.raises(DesignerError, match="plain-language deficiency"):
+        heuristic_search(TOY, OraclePolicyFactory(1.0), "keeps looping")
+    with pytest.raises(RiggerError, match="malformed band"):
+        heuristic_search(TOY, OraclePolicyFactory(1.0), "sr:1")
+
+
+# -- the bar: band objectives on Toy24 at several skills -------------------------------------------
+
+COVERAGE_TASKS = envharness.list_tasks("toy24", split="train")[::60][:8]
+
+
+@pytest.mark.parametrize(
+    ("objective", "skill", "minimum"),
+    [
+        ("sr:0.4-0.6", 0.5, 0.7),
+        ("sr:0.4-0.6", 1.0, 0.7),
+        ("sr:0.2-0.4", 0.8, 0.7),
+        ("steps:5-8", 1.0, 0.7),
+        ("sr:0.4-0.6", 0.2, 0.5),
+    ],
+)
+def test_heuristic_reaches_band_objectives_on_toy24(objective, skill, minimum):
+    start = time.perf_counter()
+    accepted = 0
+    for i, task in enumerate(COVERAGE_TASKS):
+        spec = HarnessSpec(BridgeSpec("toy24", task))
+        # distinct seeds per task, as in benchmarks/heuristic_coverage.py
+        policy = OraclePolicyFactory(skill)
+        candidate, attempts = heuristic_search(spec, policy, objective, seed=1000 * i)
+        assert len(attempts) <= 5
+        accepted += candidate is not None
+    coverage = accepted / len(COVERAGE_TASKS)
+    assert coverage >= minimum, f"{objective} at skill {skill}: {coverage:.0%} accepted"
+    assert time.perf_counter() - start < 30
+
+
+def test_search_records_a_candidate_that_cannot_be_built():
+    class Broken(HeuristicDesigner):
+        def propose(self, context, diagnosis, objective, attempts=()):
+            return Candidate(rules_code="this is not python", template="broken")
+
+    accepted, attempts = heuristic_search(
+        TOY, OraclePolicyFactory(1.0), "sr:0.4-0.6", max_iterations=2, designer=Broken()
+    )
+    assert accepted is None and len(attempts) == 2
+    verdict_ = attempts[0][1]
+    assert verdict_.decision == "refine" and verdict_.rollouts == 0
+    assert verdict_.reason.startswith("the candidate cannot be built")
+    assert RolloutStats.from_dict(verdict_.stats).n == 0
+
+
+def test_play_stops_when_asked():
+    trajectories = play(
+        TOY, OraclePolicyFactory(1.0), range(10), stop=lambda so_far: len(so_far) == 3
+    )
+    assert [t.seed for t in trajectories] == [0, 1, 2]
