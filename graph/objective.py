@@ -53,6 +53,8 @@ class Objective:
                 raise RiggerError("a deficiency objective needs the weakness in words")
         elif self.kind != "auto":
             raise RiggerError(f"unknown objective kind {self.kind!r}")
+        if not self.is_band and (self.low is not None or self.high is not None):
+            raise RiggerError(f"a {self.kind} objective has no band, got {self.low}-{self.high}")
 
     @classmethod
     def parse(cls, text: str | Objective) -> Objective:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +13,7 @@ from envharness.rollout.executors import Executor, LocalExecutor, run_rollouts
 from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["executor_width", "load_trajectories", "play", "trace_config"]
+__all__ = ["executor_width", "load_trajectories", "play", "task_seed", "trace_config"]
 
 _INLINE = LocalExecutor(workers=1, kind="inline")
 _SHARED_EXECUTOR_LOCK = threading.Lock()
@@ -38,6 +39,18 @@ def play(
                 spec, context.policy_factory, n, seed=first_seed, executor=executor, store=store
             )
     return trajectories, [RunStore.key_of(t) for t in trajectories]
+
+
+def task_seed(context: RiggerContext, task_id: str) -> int:
+    """The first rollout seed of ``task_id``: the run's seed plus a stable per-task offset.
+
+    Policies draw their randomness from the episode seed, so giving every task the same seeds
+    would make their episodes go alike (the same coin flips on every task); a per-task offset
+    decorrelates tasks while baseline and validation of one task still share seeds (common
+    random numbers make the comparison sharper).
+    """
+    offset = int(hashlib.sha256(task_id.encode("utf-8")).hexdigest()[:8], 16) % 100_000
+    return context.seed + 1000 * offset
 
 
 def load_trajectories(context: RiggerContext, keys: Sequence[str]) -> list[Trajectory]:

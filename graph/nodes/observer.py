@@ -7,7 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from envharness.graph.context import RiggerContext
-from envharness.graph.nodes._common import play
+from envharness.graph.nodes._common import play, task_seed
 from envharness.graph.state import RiggerState
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
@@ -19,7 +19,8 @@ def observer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, A
     """Plays ``k_observe`` episodes of the base spec and records their statistics."""
     context = runtime.context
     spec = HarnessSpec.from_dict(state["base_spec"])
-    trajectories, keys = play(context, spec, context.k_observe, first_seed=context.seed)
+    first = task_seed(context, state["task_id"])
+    trajectories, keys = play(context, spec, context.k_observe, first_seed=first)
     return {
         "baseline": keys,
         "baseline_stats": RolloutStats.from_trajectories(trajectories).to_dict(),

@@ -10,7 +10,7 @@ from langgraph.types import interrupt
 from envharness.errors import BridgeError, EnvHarnessError
 from envharness.graph.context import RiggerContext
 from envharness.graph.decision import decide, settled
-from envharness.graph.nodes._common import executor_width, load_trajectories, play
+from envharness.graph.nodes._common import executor_width, load_trajectories, play, task_seed
 from envharness.graph.objective import Objective
 from envharness.graph.outputs import accepted_path, rejected_path, write_json
 from envharness.graph.records import Candidate, Verdict
@@ -52,7 +52,11 @@ def _oracle_unsolvable(spec: HarnessSpec) -> str | None:
 
 
 def _validate(
-    context: RiggerContext, spec: HarnessSpec, direction: str, baseline: RolloutStats
+    context: RiggerContext,
+    spec: HarnessSpec,
+    direction: str,
+    baseline: RolloutStats,
+    first_seed: int,
 ) -> tuple[list[Trajectory], list[str]]:
     trajectories: list[Trajectory] = []
     keys: list[str] = []
@@ -60,7 +64,7 @@ def _validate(
     objective: Objective = context.objective  # type: ignore[assignment]
     while len(trajectories) < k and not settled(objective, direction, baseline, trajectories, k):
         n = min(width, k - len(trajectories))
-        batch, batch_keys = play(context, spec, n, first_seed=context.seed + len(trajectories))
+        batch, batch_keys = play(context, spec, n, first_seed=first_seed + len(trajectories))
         trajectories += batch
         keys += batch_keys
     return trajectories, keys
@@ -119,7 +123,8 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
             verdict = Verdict("refine", problem)
             spent = 1
         else:
-            trajectories, keys = _validate(context, spec, direction, baseline)
+            first = task_seed(context, state["task_id"])
+            trajectories, keys = _validate(context, spec, direction, baseline, first)
             spent = len(trajectories)
             verdict = decide(context.objective, direction, baseline, trajectories)
             verdict.early_stopped = len(trajectories) < context.k_validate

@@ -40,7 +40,8 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
     elif context.uses_heuristic("writer"):
         baseline = load_trajectories(context, state["baseline"])
         siblings = [t for t in context.siblings if t != state["task_id"]]
-        design = DesignContext.from_spec(base, baseline, siblings=siblings)
+        # No siblings given: let the designer find other tasks of the bridge itself.
+        design = DesignContext.from_spec(base, baseline, siblings=siblings or None)
         candidate = HeuristicDesigner().propose(design, diagnosis, context.objective, history)
     else:
         from envharness.graph.designer import resolve_model, run_designer
