@@ -36,7 +36,7 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
     designer = context.model_name("writer")
     calls = 0
     if diagnosis.direction == "none":
-        candidate: Candidate | None = Candidate(rationale=_NOTHING_TO_CHANGE)
+        candidate: Candidate | None = Candidate(rationale=_NOTHING_TO_CHANGE, template="none")
     elif context.uses_heuristic("writer"):
         baseline = load_trajectories(context, state["baseline"])
         siblings = [t for t in context.siblings if t != state["task_id"]]
