@@ -253,8 +253,8 @@ class BisectingDesigner:
             bracket = self.brackets.setdefault(task_id, _Bracket())
             if direction == "scaffold":
                 bracket.head_start += -1 if harder and bracket.head_start > 1 else 1
-                return self._head_start(bridge, task_id, bracket.head_start)
-            if bracket.value is None:
+                steps = bracket.head_start
+            elif bracket.value is None:
                 bracket.value = P_START
             elif harder or easier:
                 if harder:
@@ -262,7 +262,9 @@ class BisectingDesigner:
                 else:
                     bracket.high = bracket.value
                 bracket.value = (bracket.low + bracket.high) / 2
-            p = round(bracket.value, 3)
+            p = round(bracket.value or 0.0, 3)
+        if direction == "scaffold":
+            return self._head_start(bridge, task_id, steps)
         return _ai(
             "check_rules",
             {"rules_code": DROP_RULES.format(p=p)},
@@ -428,6 +430,7 @@ def rig_once(tasks: list[str], concurrency: int, sleep: float, objective: str) -
     rollouts = sum(r.rollouts for r in results)
     model_calls = sum(r.model_calls for r in results)
     per_accepted = len(accepted) or float("nan")
+    as_is = [r for r in accepted if r.model_calls == 1]  # the diagnoser found it on target
     return {
         "wall_s": wall,
         "process_cpu_s": cpu,
@@ -438,6 +441,7 @@ def rig_once(tasks: list[str], concurrency: int, sleep: float, objective: str) -
         "model_wait_s": calls * sleep,
         "accepted": len(accepted),
         "statuses": {s: sum(r.status == s for r in results) for s in {r.status for r in results}},
+        "accepted_as_is": len(as_is),
         "rollouts": rollouts,
         "model_calls": model_calls,
         "rollouts_per_accepted": rollouts / per_accepted,
@@ -487,7 +491,8 @@ def fastest_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _print_table(rows: dict[int, dict[str, Any]], n_tasks: int) -> None:
     header = (
         f"{'conc':>4}{'wall s':>8}{'speedup':>9}{'ideal s':>9}{'/ideal':>8}{'sched s':>9}"
-        f"{'busy ours/all':>14}{'accepted':>10}{'rollouts/acc':>13}{'calls/acc':>10}{'iters':>6}"
+        f"{'busy ours/all':>14}{'accepted':>10}{'as is':>6}{'rollouts/acc':>13}{'calls/acc':>10}"
+        f"{'iters':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -498,7 +503,8 @@ def _print_table(rows: dict[int, dict[str, Any]], n_tasks: int) -> None:
             f"{concurrency:>4}{row['wall_s']:>8.2f}{row['speedup']:>8.2f}x{row['ideal_s']:>9.2f}"
             f"{row['ratio_to_ideal']:>7.2f}x{row['schedule_bound_s']:>9.2f}"
             f"{busy:>14}"
-            f"{row['accepted']:>6}/{n_tasks:<3}{row['rollouts_per_accepted']:>13.1f}"
+            f"{row['accepted']:>6}/{n_tasks:<3}{row['accepted_as_is']:>6}"
+            f"{row['rollouts_per_accepted']:>13.1f}"
             f"{row['model_calls_per_accepted']:>10.1f}{row['iterations_mean']:>6.2f}"
         )
 

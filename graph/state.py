@@ -60,7 +60,8 @@ class RiggerState(TypedDict, total=False):
         iteration: Iterations started so far.
         status: ``running``, ``accepted`` or ``rejected``.
         accepted_spec: The accepted harness spec with lineage, as a dict.
-        rollouts: Rollouts spent on this task (accumulates).
+        rollouts: Policy rollouts spent on this task (accumulates); the validator's privileged
+            oracle checks are not counted (nor stored).
         model_calls: Model calls spent on this task (accumulates).
     """
 

@@ -117,7 +117,8 @@ def run_designer(
         session: The task's design session; its previous submission is cleared first.
         diagnosis: The diagnosis to design against (the session's when ``None``).
         objective: The objective (the session's when ``None``).
-        feedback: The validator's reason for refusing the previous candidate, when refining.
+        feedback: The earlier attempts of this rig and the validator's verdict on each, when
+            refining.
         max_turns: The most model calls this run may make.
         system_prompt: Replaces the designer system prompt (``prompts/designer.md``).
         bridge_hints: Notes on the bridge; the bridge's hint file when ``None``.

@@ -24,23 +24,23 @@ from envharness.rollout.trajectory import Trajectory
 __all__ = ["validator"]
 
 
-def _oracle_unsolvable(spec: HarnessSpec) -> str | None:
-    """Why the bridge's own oracle cannot solve the candidate, or ``None`` (also without oracle).
+def _oracle_problem(spec: HarnessSpec) -> str | None:
+    """Why the bridge's own oracle cannot solve the candidate, or ``None``.
 
     A privileged sanity check before spending K policy rollouts: a harness that even the oracle
-    cannot get through teaches nothing.
+    cannot get through teaches nothing. Bridges without an oracle are not checked. The oracle's
+    rollout is neither stored nor counted among the policy's rollouts.
     """
     env = spec.build()
     try:
         env.reset(seed=0)
         env.oracle_actions()
     except BridgeError:
-        env.close()
         return None  # no oracle in this domain: the policy's rollouts decide alone
     except EnvHarnessError as e:
-        env.close()
         return f"the candidate does not start: {type(e).__name__}: {e}"
-    env.close()
+    finally:
+        env.close()
     trajectory = rollout(spec.build(), OraclePolicy(1.0, seed=0), seed=0)
     if trajectory.success:
         return None
@@ -119,13 +119,12 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
             keys = list(state["baseline"])
             trajectories = load_trajectories(context, keys)
             verdict = decide(context.objective, direction, baseline, trajectories)
-        elif (problem := _oracle_unsolvable(spec)) is not None:
+        elif (problem := _oracle_problem(spec)) is not None:
             verdict = Verdict("refine", problem)
-            spent = 1
         else:
             first = task_seed(context, state["task_id"])
             trajectories, keys = _validate(context, spec, direction, baseline, first)
-            spent = len(trajectories)
+            spent = len(trajectories)  # policy rollouts; the oracle's check is not counted
             verdict = decide(context.objective, direction, baseline, trajectories)
             verdict.early_stopped = len(trajectories) < context.k_validate
     if verdict.decision == "accept" and context.require_approval:

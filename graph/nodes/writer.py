@@ -15,6 +15,7 @@ from envharness.harness.spec import HarnessSpec
 
 __all__ = ["writer"]
 
+_CODE_CHARS = 800
 _NOTHING_TO_CHANGE = "the baseline already meets the objective; no component is needed"
 
 
@@ -24,6 +25,30 @@ def _history(state: RiggerState) -> list[tuple[Candidate, Verdict]]:
         for a in state.get("attempts", [])
         if a["candidate"] is not None
     ]
+
+
+def _feedback(history: list[tuple[Candidate, Verdict]]) -> str | None:
+    """Every earlier attempt and its verdict, so the designer can steer (e.g. bisect a knob)."""
+    if not history:
+        return None
+    lines = []
+    for number, (candidate, verdict) in enumerate(history, start=1):
+        parts = []
+        if candidate.in_env_actions:
+            parts.append(f"Setups {candidate.in_env_actions}")
+        if candidate.rules_code is not None:
+            code = candidate.rules_code.strip()
+            if len(code) > _CODE_CHARS:
+                code = code[:_CODE_CHARS] + "\n    ... (truncated)"
+            parts.append(f"Rules:\n{code}\n")
+        if candidate.link_task_ids:
+            parts.append(f"Link to {candidate.link_task_ids}")
+        what = ", ".join(parts) or "no change"
+        why = f" — rationale: {candidate.rationale}" if candidate.rationale else ""
+        lines.append(
+            f"attempt {number}: {what}{why}\n  verdict: {verdict.decision}: {verdict.reason}"
+        )
+    return "\n".join(lines)
 
 
 def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
@@ -55,7 +80,7 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
             diagnosis=diagnosis,
             objective=context.objective,
         )
-        feedback = history[-1][1].reason if history else None
+        feedback = _feedback(history)
         candidate = run_designer(
             resolve_model(context.writer_model),
             session,
