@@ -27,6 +27,8 @@ from envharness.parsing import parse_action, tool_usage
 from envharness.testing import CHECKS, check_bridge
 
 if TYPE_CHECKING:
+    from envharness.harness import HarnessSpec
+
     pass
 
 from envharness.cli._app import _clean_errors, _stdout, app
@@ -96,6 +98,27 @@ def _first_task(name: str) -> str:
     return ids[0]
 
 
+def load_harness_file(harness: Path, name: str | None) -> HarnessSpec:
+    """Reads a harness spec file; ``name``, when given, must be the spec's bridge.
+
+    Raises:
+        SpecError: If the file cannot be read, is not a spec, or is over another bridge.
+    """
+    from envharness.harness import HarnessSpec
+
+    try:
+        text = harness.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecError(f"cannot read {harness}: {e.strerror}") from None
+    spec = HarnessSpec.from_json(text)
+    if name is not None and name != spec.bridge.name:
+        raise SpecError(
+            f"{harness} is a harness over bridge {spec.bridge.name!r}, not {name!r}; "
+            "omit NAME or make it match"
+        )
+    return spec
+
+
 def _open_env(name: str | None, task: str | None, harness: Path | None) -> ActionableEnv:
     """Builds the env to play: from a harness spec, or the bridge ``name`` on ``task``.
 
@@ -103,14 +126,7 @@ def _open_env(name: str | None, task: str | None, harness: Path | None) -> Actio
     Without one, ``task`` defaults to the first task of the bridge's train split.
     """
     if harness is not None:
-        from envharness.harness import HarnessSpec
-
-        spec = HarnessSpec.from_json(harness.read_text(encoding="utf-8"))
-        if name is not None and name != spec.bridge.name:
-            raise SpecError(
-                f"{harness} is a harness over bridge {spec.bridge.name!r}, not {name!r}; "
-                "omit NAME or make it match"
-            )
+        spec = load_harness_file(harness, name)
         if task is not None and task != spec.bridge.task_id:
             raise SpecError(
                 f"{harness} is a harness on task {spec.bridge.task_id!r}, not {task!r}; "

@@ -15,7 +15,6 @@ from rich.text import Text
 from envharness.bridges.registry import list_tasks
 from envharness.errors import (
     BridgeError,
-    SpecError,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from envharness.rollout.trajectory import Trajectory
 
 from envharness.cli._app import _clean_errors, _stderr, _stdout, app
+from envharness.cli.envs import load_harness_file
 
 # -- rollout -------------------------------------------------------------------------------------
 
@@ -46,13 +46,7 @@ def _rollout_specs(
     from envharness.harness.spec import BridgeSpec
 
     if harness is not None:
-        spec = HarnessSpec.from_json(harness.read_text(encoding="utf-8"))
-        if name is not None and name != spec.bridge.name:
-            raise SpecError(
-                f"{harness} is a harness over bridge {spec.bridge.name!r}, not {name!r}; "
-                "omit NAME or make it match"
-            )
-        return [spec]
+        return [load_harness_file(harness, name)]
     if name is None:
         raise typer.BadParameter("give a bridge NAME or --harness", param_hint="NAME")
     ids = list_tasks(name, split=split)[:tasks]
