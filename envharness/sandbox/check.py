@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -105,6 +106,16 @@ def check_rules_code(code: str) -> RulesCodeInfo:
     """
     if not isinstance(code, str):
         raise RulesError(f"expected the rules code as a str, got {type(code).__name__}")
+    return _check_cached(code)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_cached(code: str) -> RulesCodeInfo:
+    """The check itself, memoized: a rig builds the same rules for every rollout it plays.
+
+    Only passing code is cached (a failing check raises, and exceptions are not memoized); the
+    result is a frozen dataclass, safe to share.
+    """
     try:
         tree = ast.parse(code, filename="<rules>")
     except SyntaxError as e:
