@@ -24,30 +24,36 @@ from envharness.rollout.trajectory import Trajectory
 __all__ = ["validator"]
 
 
-def _oracle_problem(spec: HarnessSpec) -> str | None:
-    """Why the bridge's own oracle cannot solve the candidate, or ``None``.
-
-    A privileged sanity check before spending K policy rollouts: a harness that even the oracle
-    cannot get through teaches nothing. Bridges without an oracle are not checked. The oracle's
-    rollout is neither stored nor counted among the policy's rollouts.
-    """
+def _oracle_solves(spec: HarnessSpec) -> bool | None:
+    """Whether the bridge's oracle solves ``spec`` on seed 0 (``None``: the bridge has none)."""
     env = spec.build()
     try:
         env.reset(seed=0)
         env.oracle_actions()
     except BridgeError:
-        return None  # no oracle in this domain: the policy's rollouts decide alone
-    except EnvHarnessError as e:
-        return f"the candidate does not start: {type(e).__name__}: {e}"
+        return None
     finally:
         env.close()
-    trajectory = rollout(spec.build(), OraclePolicy(1.0, seed=0), seed=0)
-    if trajectory.success:
+    return rollout(spec.build(), OraclePolicy(1.0, seed=0), seed=0).success
+
+
+def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
+    """Why the candidate looks unsolvable to the bridge's own oracle, or ``None``.
+
+    A privileged sanity check before spending K policy rollouts: a harness that even the oracle
+    cannot get through teaches nothing. It only counts when the oracle solves the task without
+    the harness (in stochastic domains it may fail either way), and it is skipped for bridges
+    without an oracle. The oracle's rollouts are neither stored nor counted as the policy's.
+    """
+    try:
+        solved = _oracle_solves(spec)
+    except EnvHarnessError as e:
+        return f"the candidate does not start: {type(e).__name__}: {e}"
+    if solved is None or solved or not _oracle_solves(base):
         return None
-    detail = f" ({trajectory.error})" if trajectory.error else ""
     return (
-        f"even the bridge's oracle fails this candidate (end: {trajectory.end_reason}{detail}): "
-        "it made the task unsolvable"
+        "even the bridge's oracle fails this candidate, though it solves the task without it: "
+        "the candidate made the task unsolvable"
     )
 
 
@@ -119,7 +125,7 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
             keys = list(state["baseline"])
             trajectories = load_trajectories(context, keys)
             verdict = decide(context.objective, direction, baseline, trajectories)
-        elif (problem := _oracle_problem(spec)) is not None:
+        elif (problem := _oracle_problem(spec, base)) is not None:
             verdict = Verdict("refine", problem)
         else:
             first = task_seed(context, state["task_id"])

@@ -1,0 +1,84 @@
+"""The bridge's state view schema and the checks on a saved state before it is replayed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from envharness.bridges.gymnasium_env._loader import BRIDGE
+from envharness.errors import BridgeError
+
+OPTIONS = ("env_kwargs", "max_steps")
+SAVED_KEYS = ("bridge", "task_id", "options", "seed", "actions", "observation", "total_reward")
+
+
+def state_schema(
+    task_id: str, family: str, observation: Mapping[str, Any], fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The JSON-Schema of ``get_env_state()``: the common fields, then the domain's ``fields``."""
+    common = {
+        "env_id": {"type": "string", "description": "The Gymnasium env id (the task)."},
+        "observation": {
+            **observation,
+            "nullable": True,
+            "description": "The raw gymnasium observation (null before reset).",
+        },
+        "steps": {"type": "integer", "description": "Env steps this episode."},
+        "last_action": {
+            "type": "string",
+            "nullable": True,
+            "description": "The last tool called (null after reset).",
+        },
+        "last_action_index": {
+            "type": "integer",
+            "nullable": True,
+            "description": "The last action as gymnasium's integer (null after reset).",
+        },
+        "last_reward": {"type": "number", "description": "The last step's reward."},
+        "total_reward": {"type": "number", "description": "The return so far (the score)."},
+        "terminated": {"type": "boolean", "description": "The env ended the episode."},
+        "truncated": {
+            "type": "boolean",
+            "description": "Gymnasium's registered time limit cut the episode short.",
+        },
+        "success": {"type": "boolean", "description": "The verifier's verdict so far."},
+    }
+    return {
+        "type": "object",
+        "description": (
+            f"The state of Gymnasium's {task_id} ({family}); decoded fields are present once an "
+            "episode has started."
+        ),
+        "properties": {**common, **fields},
+        "required": list(common),
+    }
+
+
+def bad_state(problem: str) -> BridgeError:
+    """The error for a saved state that cannot be restored."""
+    return BridgeError(f"malformed GymnasiumEnv state: {problem}", bridge=BRIDGE)
+
+
+def parse_saved(state: object) -> tuple[str, dict[str, Any], int | None, list[int]]:
+    """``(task_id, options, seed, actions)`` of a saved state, checked for shape.
+
+    Raises:
+        BridgeError: Naming what is missing or malformed.
+    """
+    if not isinstance(state, Mapping):
+        raise bad_state(f"expected a dict, got {type(state).__name__}")
+    missing = [k for k in SAVED_KEYS if k not in state]
+    if missing:
+        raise bad_state(f"missing key(s) {missing}")
+    if state["bridge"] != BRIDGE:
+        raise bad_state(f"'bridge' is {state['bridge']!r}, expected {BRIDGE!r}")
+    options, actions, seed = state["options"], state["actions"], state["seed"]
+    if not isinstance(options, Mapping) or set(options) - set(OPTIONS):
+        raise bad_state(f"'options' must be a dict of {', '.join(OPTIONS)}, got {options!r}")
+    if not isinstance(actions, list) or not all(
+        isinstance(a, int) and not isinstance(a, bool) for a in actions
+    ):
+        raise bad_state(f"'actions' must be a list of action indexes, got {actions!r}")
+    if seed is None and actions:
+        raise bad_state("an episode that has not started has no actions")
+    return state["task_id"], dict(options), seed, list(actions)
