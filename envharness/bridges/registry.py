@@ -29,6 +29,8 @@ ENTRY_POINT_GROUP = "envharness.bridges"
 # name -> "module:Class" (imported lazily, so optional dependencies load only when used)
 _BUILTIN: dict[str, str] = {
     "toy24": "envharness.bridges.toy24:Toy24Env",
+    "textworld": "envharness.bridges.textworld_env:TextWorldEnv",
+    "gymnasium": "envharness.bridges.gymnasium_env:GymnasiumEnv",
 }
 _REGISTERED: dict[str, type[ActionableEnv] | str] = {}
 
