@@ -14,7 +14,7 @@ from envharness.rollout.factory import policy_factory
 from envharness.rollout.policy import PolicyFactory, describe_policy
 from envharness.rollout.store import RunStore
 
-__all__ = ["RiggerContext", "open_store"]
+__all__ = ["RiggerContext", "close_store", "open_store"]
 
 _STORES: dict[Path, RunStore] = {}
 _STORES_LOCK = threading.Lock()
@@ -28,6 +28,15 @@ def open_store(run_dir: str | Path) -> RunStore:
         if store is None:
             store = _STORES[path] = RunStore(path)
         return store
+
+
+def close_store(run_dir: str | Path) -> None:
+    """Closes the run's trajectory store if this process opened it (releasing its lock)."""
+    path = (Path(run_dir) / "trajectories").resolve()
+    with _STORES_LOCK:
+        store = _STORES.pop(path, None)
+    if store is not None:
+        store.close()
 
 
 @dataclass

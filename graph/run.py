@@ -19,7 +19,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from envharness.errors import EnvHarnessError, RiggerError
-from envharness.graph.context import RiggerContext
+from envharness.graph.context import RiggerContext, close_store
 from envharness.graph.outputs import accepted_path, write_json
 from envharness.graph.rigger import build_rigger
 from envharness.harness.spec import BridgeSpec, HarnessSpec
@@ -198,3 +198,4 @@ def rig(
             return list(pool.map(one, task_ids))
     finally:
         connection.close()
+        close_store(run_dir)

@@ -145,3 +145,11 @@ def test_cli_errors(tmp_path, args, match):
     import re
 
     assert re.search(match, result.output.replace("\n", " ")), result.output
+
+
+def test_rig_releases_the_run_store(tmp_path):
+    context = RiggerContext(run_dir=str(tmp_path), policy="oracle:1.0", objective="sr:0.8-1.0")
+    rig("toy24", TASKS[:1], context)
+    # The store's lock is released: another writer (e.g. a second rig process) may open it.
+    with RunStore(tmp_path / "trajectories") as store:
+        assert len(store) == 5
