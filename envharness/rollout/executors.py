@@ -33,15 +33,17 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import copy
 import logging
 import math
 import multiprocessing
 import os
 import pickle
+import sys
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
@@ -449,6 +451,29 @@ def _process_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+@contextlib.contextmanager
+def _main_file_hidden_if_missing() -> Iterator[None]:
+    """Hides a ``__main__.__file__`` that names no real file while worker processes start.
+
+    ``forkserver`` and ``spawn`` workers re-run the caller's main file first. For a script read
+    from standard input (``python -``) that "file" is ``<stdin>``, which does not exist, and every
+    worker would die at start; the rollout workers never need the caller's main module.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    if os.path.exists(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 def _completed(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     """A future already holding ``fn()``'s result or exception."""
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -571,7 +596,8 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"{self!r} has no running pool")
         try:
             if self.kind == "process":
-                return pool.submit(run_pickled_job, pickle.dumps(job))
+                with _main_file_hidden_if_missing():  # workers are launched on submit
+                    return pool.submit(run_pickled_job, pickle.dumps(job))
             return pool.submit(run_worker_job, job)
         except BrokenProcessPool as e:  # broke between two submissions: a loss like any other
             future: concurrent.futures.Future[list[str]] = concurrent.futures.Future()

@@ -412,3 +412,30 @@ def test_failed_trajectory_names_the_request():
         9,
     )
     assert failed.spec == RolloutRequest(toy(), 5).spec and failed.policy == "random"
+
+
+def test_process_workers_start_from_a_script_read_from_stdin(tmp_path):
+    # multiprocessing re-runs the caller's main file in each worker; for `python -` that is
+    # "<stdin>", which does not exist. The executor must not let every worker die of it.
+    import subprocess
+    import sys
+
+    script = (
+        "from envharness.harness.spec import BridgeSpec, HarnessSpec\n"
+        "from envharness.rollout import LocalExecutor, OraclePolicyFactory, run_rollouts\n"
+        "spec = HarnessSpec(BridgeSpec('toy24', '4-4-10-10'))\n"
+        "with LocalExecutor(2, 'process') as ex:\n"
+        "    ts = run_rollouts(spec, OraclePolicyFactory(1.0), 3, executor=ex)\n"
+        "print(sorted({t.end_reason for t in ts}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['terminated']", out.stdout + out.stderr
