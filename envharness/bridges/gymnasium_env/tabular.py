@@ -9,6 +9,7 @@ re-plans from at every step. :class:`GridDomain` adds ``row * ncol + col`` grids
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, ClassVar
@@ -53,7 +54,7 @@ def _value_iteration(table: _Table) -> tuple[list[int], list[float]]:
     return policy, value
 
 
-class TabularDomain(Domain):
+class TabularDomain(Domain, ABC):
     """Envs with a transition table ``P[s][a] = [(p, s', r, terminated), ...]`` and int states.
 
     Subclasses give :meth:`successors` (the intended effect of each action) and
@@ -73,9 +74,9 @@ class TabularDomain(Domain):
         self._stochastic: bool | None = None
         self._policy: tuple[list[int], list[float]] | None = None
 
+    @abstractmethod
     def successors(self, state: int) -> Iterator[tuple[int, int, str | None]]:
         """``(action, next state, "goal" | "fail" | None)`` per action, as intended."""
-        raise NotImplementedError
 
     def plan(self, state: int) -> list[int] | None:
         """The shortest intended plan from ``state`` (cached per state)."""
@@ -227,9 +228,9 @@ class GridDomain(TabularDomain):
         """``(row, col)`` of a state."""
         return divmod(int(state), self.shape[1])
 
+    @abstractmethod
     def tile(self, row: int, col: int) -> str:
         """The map letter at a cell (``"G"`` goal, ``"H"``/``"C"`` dead ends, others free)."""
-        raise NotImplementedError
 
     def goal_state(self, state: int) -> bool:
         """Whether ``state`` is on a goal tile."""
