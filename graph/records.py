@@ -6,12 +6,12 @@ They are plain dataclasses with ``to_dict``/``from_dict`` so they live in the gr
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envharness.core import Action
 from envharness.harness.spec import BridgeSpec, ComponentSpec, HarnessSpec
+from envharness.sandbox import rules_sha256
 
 __all__ = ["Candidate", "Diagnosis", "Direction", "Verdict", "Weakness"]
 
@@ -99,10 +99,8 @@ class Candidate:
             actions = [Action.from_dict(a).to_dict() for a in self.in_env_actions]
             components.append(ComponentSpec("setups", {"in_env_actions": actions}))
         if self.rules_code is not None:
-            digest = hashlib.sha256(self.rules_code.encode("utf-8")).hexdigest()
-            components.append(
-                ComponentSpec("rules", {"rules_code": self.rules_code, "sha256": digest})
-            )
+            config = {"rules_code": self.rules_code, "sha256": rules_sha256(self.rules_code)}
+            components.append(ComponentSpec("rules", config))
         for task_id in self.link_task_ids:
             second = HarnessSpec(BridgeSpec(base.bridge.name, task_id, dict(base.bridge.options)))
             components.append(

@@ -25,6 +25,7 @@ from typing import Any
 
 from envharness.core import ActionableEnv
 from envharness.errors import EnvHarnessError, SpecError
+from envharness.sandbox.check import rules_sha256
 
 __all__ = [
     "SPEC_VERSION",
@@ -82,7 +83,7 @@ def check_rules_hash(config: Mapping[str, Any]) -> None:
     code = config.get("rules_code")
     if not isinstance(code, str):
         raise SpecError("a rules component needs 'rules_code' (a str)")
-    digest = hashlib.sha256(code.encode("utf-8")).hexdigest()
+    digest = rules_sha256(code)
     if config.get("sha256") != digest:
         raise SpecError(
             f"rules code does not match its sha256 (stored {config.get('sha256')!r}, computed "

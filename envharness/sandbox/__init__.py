@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from envharness.sandbox.check import RulesCodeInfo, check_rules_code
+from envharness.sandbox.check import RulesCodeInfo, check_rules_code, rules_sha256
 from envharness.sandbox.limits import SandboxLimits
 from envharness.sandbox.policy import ALLOWED_IMPORTS, HOOKS
 from envharness.sandbox.session import RulesSandbox, RulesSession, kernel_protections
@@ -39,6 +39,7 @@ __all__ = [
     # static check
     "RulesCodeInfo",
     "check_rules_code",
+    "rules_sha256",
     # running it
     "RulesSandbox",
     "RulesSession",

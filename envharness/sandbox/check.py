@@ -19,7 +19,7 @@ from typing import NamedTuple
 from envharness.errors import RulesError
 from envharness.sandbox.policy import ALLOWED_IMPORTS, HOOK_PARAMS, HOOKS, REMOVED_BUILTINS
 
-__all__ = ["RulesCodeInfo", "check_rules_code", "describe_rules_code"]
+__all__ = ["RulesCodeInfo", "check_rules_code", "describe_rules_code", "rules_sha256"]
 
 _SAFE_DUNDERS = frozenset(
     {"__init__", "__name__", "__qualname__", "__doc__", "__module__", "__post_init__"}
@@ -62,7 +62,8 @@ class _Problem(NamedTuple):
     message: str
 
 
-def _sha256(code: str) -> str:
+def rules_sha256(code: str) -> str:
+    """The hex SHA-256 that identifies rules code (stored with it in specs)."""
     return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -71,11 +72,11 @@ def describe_rules_code(code: str) -> RulesCodeInfo:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return RulesCodeInfo(frozenset(), _sha256(code))
+        return RulesCodeInfo(frozenset(), rules_sha256(code))
     classes = _top_level_classes(tree)
     rules = classes.get("_Rules")
     hooks = _methods(rules, classes).keys() & set(HOOKS) if rules else set()
-    return RulesCodeInfo(frozenset(hooks), _sha256(code))
+    return RulesCodeInfo(frozenset(hooks), rules_sha256(code))
 
 
 def check_rules_code(code: str) -> RulesCodeInfo:
@@ -139,7 +140,7 @@ def _check_cached(code: str) -> RulesCodeInfo:
         hooks = _check_methods(rules, classes, problems)
     if problems:
         raise _error(problems)
-    return RulesCodeInfo(frozenset(hooks), _sha256(code))
+    return RulesCodeInfo(frozenset(hooks), rules_sha256(code))
 
 
 def _error(problems: list[_Problem]) -> RulesError:
