@@ -30,6 +30,8 @@ TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("gymnasium", "Taxi-v4", {}),
     ("gymnasium", "Blackjack-v1", {}),
     ("textworld", "tw-s5-o10-q5-seed42", {}),
+    ("docqa", "ar23-employees", {}),
+    ("docqa", "cross-ws400-revenue-2023", {}),
 ]
 
 
