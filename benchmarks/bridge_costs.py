@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -18,7 +19,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from envharness import DependencyNotInstalled, load_bridge
+from envharness import BridgeError, DependencyNotInstalled, load_bridge
 from envharness.rollout import RandomPolicy
 
 RESULTS = Path(__file__).parent / "results" / "bridge_costs.json"
@@ -32,15 +33,73 @@ TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("textworld", "tw-s5-o10-q5-seed42", {}),
     ("docqa", "ar23-employees", {}),
     ("docqa", "cross-ws400-revenue-2023", {}),
+    ("webshop", "ws01", {}),
 ]
+
+# Slow bridges get fewer samples (a browser page load is ~0.2 s), so the run stays short.
+STEPS_CAP = {"webshop": 60}
+RESETS_CAP = {"webshop": 8}
 
 
 def _median_us(samples: list[int]) -> float:
     return statistics.median(samples) / 1000
 
 
+def _descendants(root: int) -> list[int]:
+    """Process ids below ``root`` (Linux ``/proc``): browsers, drivers, sandbox children."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _child_pss_kib() -> int:
+    """Summed PSS of this process's descendants (PSS shares shared pages out fairly)."""
+    pss = 0
+    for pid in _descendants(os.getpid()):
+        try:
+            lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        fields = {line.split(":")[0]: line.split()[1] for line in lines if ":" in line}
+        pss += int(fields.get("Pss", 0))
+    return pss
+
+
+def _oracle_step_ns(env: Any, episodes: int) -> list[int]:
+    """Times the steps of ``episodes`` oracle episodes: real progress (page loads, tests run)."""
+    timings = []
+    for seed in range(episodes):
+        env.reset(seed=seed)
+        for action in env.oracle_actions():
+            started = time.perf_counter_ns()
+            result = env.step(action)
+            timings.append(time.perf_counter_ns() - started)
+            if result.terminated or result.truncated:
+                break
+    return timings
+
+
 def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, resets: int) -> dict:
-    """Times construction, resets and random steps of one task; measures the env's memory."""
+    """Times construction, resets, random and oracle steps of one task; measures its memory.
+
+    ``memory_kib`` counts the Python allocations of a second env; ``child_pss_kib`` adds what
+    processes the bridge starts hold (a browser, a driver), with that env open.
+    """
+    steps, resets = (
+        min(steps, STEPS_CAP.get(bridge, steps)),
+        min(resets, RESETS_CAP.get(bridge, resets)),
+    )
     started = time.perf_counter()
     first = load_bridge(bridge, task_id=task_id, **options)  # imports, task lists, game files
     first.reset(seed=0)
@@ -51,6 +110,7 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
     observation, _ = env.reset(seed=0)
     memory_kib = tracemalloc.get_traced_memory()[0] / 1024
     tracemalloc.stop()
+    child_pss_kib = _child_pss_kib()
     try:
         reset_ns = []
         for seed in range(resets):
@@ -69,6 +129,7 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
             observation = result.observation
             if result.terminated or result.truncated:
                 observation, _ = env.reset(seed=len(step_ns))
+        oracle_ns = _oracle_step_ns(env, episodes=2)
     finally:
         env.close()
     return {
@@ -78,7 +139,11 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
         "reset_median_us": _median_us(reset_ns),
         "step_median_us": _median_us(step_ns),
         "step_p90_us": sorted(step_ns)[int(len(step_ns) * 0.9)] / 1000,
+        "oracle_step_median_us": _median_us(oracle_ns) if oracle_ns else None,
         "memory_kib": memory_kib,
+        "child_pss_kib": child_pss_kib,
+        "steps": steps,
+        "resets": resets,
     }
 
 
@@ -91,17 +156,19 @@ def main() -> None:
     for bridge, task_id, options in TASKS:
         try:
             rows.append(measure(bridge, task_id, options, args.steps, args.resets))
-        except DependencyNotInstalled as e:
+        except (DependencyNotInstalled, BridgeError) as e:  # a missing extra, browser or engine
             skipped.append(f"{bridge}: {e}")
     print(
-        f"{'bridge':<11}{'task':<24}{'first use ms':>15}{'reset µs':>11}{'step µs':>10}"
-        f"{'step p90 µs':>13}{'memory KiB':>12}"
+        f"{'bridge':<12}{'task':<26}{'first use ms':>13}{'reset µs':>11}{'step µs':>10}"
+        f"{'p90 µs':>10}{'oracle µs':>11}{'memory KiB':>11}{'child PSS KiB':>14}"
     )
     for r in rows:
+        oracle = r["oracle_step_median_us"]
         print(
-            f"{r['bridge']:<11}{r['task_id']:<24}{r['first_build_and_reset_ms']:>15.1f}"
-            f"{r['reset_median_us']:>11.1f}{r['step_median_us']:>10.1f}{r['step_p90_us']:>13.1f}"
-            f"{r['memory_kib']:>12.0f}"
+            f"{r['bridge']:<12}{r['task_id']:<26}{r['first_build_and_reset_ms']:>13.1f}"
+            f"{r['reset_median_us']:>11.1f}{r['step_median_us']:>10.1f}{r['step_p90_us']:>10.1f}"
+            f"{'—' if oracle is None else f'{oracle:.1f}':>11}{r['memory_kib']:>11.0f}"
+            f"{r['child_pss_kib']:>14}"
         )
     for line in skipped:
         print(f"skipped {line}")
@@ -115,7 +182,10 @@ def main() -> None:
         "skipped": skipped,
         "note": (
             "first_build_and_reset_ms includes imports, task lists and generating a TextWorld "
-            "game the first time it is used; memory_kib is what a second env allocates"
+            "game the first time it is used; memory_kib is what a second env allocates in "
+            "Python; child_pss_kib is the PSS of processes the bridges started (browser, driver), "
+            "summed over the process tree with that env open; oracle_step_median_us times the "
+            "steps of two oracle episodes (real progress, where random actions are often invalid)"
         ),
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")

@@ -31,6 +31,7 @@ _BUILTIN: dict[str, str] = {
     "toy24": "envharness.bridges.toy24:Toy24Env",
     "textworld": "envharness.bridges.textworld_env:TextWorldEnv",
     "gymnasium": "envharness.bridges.gymnasium_env:GymnasiumEnv",
+    "webshop": "envharness.bridges.webshop:WebShopEnv",
     "docqa": "envharness.bridges.docqa:DocQAEnv",
 }
 _REGISTERED: dict[str, type[ActionableEnv] | str] = {}
