@@ -33,6 +33,8 @@ TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("textworld", "tw-s5-o10-q5-seed42", {}),
     ("docqa", "ar23-employees", {}),
     ("docqa", "cross-ws400-revenue-2023", {}),
+    ("spreadsheet", "sales-line-totals", {}),
+    ("spreadsheet", "sales-region-summary", {}),
     ("webshop", "ws01", {}),
 ]
 
