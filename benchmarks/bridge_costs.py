@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/bridge_costs.py [--steps 300] [--resets 30]``. Prints a table and writes
 ``benchmarks/results/bridge_costs.json``. Steps are random schema-valid actions (a
-``RandomPolicy``), with a reset whenever an episode ends, so the figures tell what K rollouts will
+``RandomPolicy``; a fixed agent-like cycle on ``swe``), with a reset whenever an episode ends, and
+the steps of two oracle episodes are timed apart, so the figures tell what K rollouts will
 cost on each bridge; the harness overhead (``harness_overhead.py``) should stay small next to them.
 Bridges whose optional package is missing are skipped and listed.
 """
@@ -19,7 +20,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from envharness import BridgeError, DependencyNotInstalled, load_bridge
+from envharness import Action, BridgeError, DependencyNotInstalled, load_bridge
 from envharness.rollout import RandomPolicy
 
 RESULTS = Path(__file__).parent / "results" / "bridge_costs.json"
@@ -36,11 +37,31 @@ TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("spreadsheet", "sales-line-totals", {}),
     ("spreadsheet", "sales-region-summary", {}),
     ("webshop", "ws01", {}),
+    ("swe", "intervals-touching", {"runtime": "local"}),
+    ("swe", "intervals-touching", {"runtime": "docker"}),
 ]
 
+# Random actions on the SWE bridge would be random shell commands (run on this machine with the
+# local runtime), so its steps are a fixed cycle of what an agent typically does.
+SCRIPTED_STEPS: dict[str, list[Action]] = {
+    "swe": [
+        Action("read_file", {"path": "intervals/merge.py"}),
+        Action("bash", {"command": "grep -n 'merged' intervals/merge.py | head -3"}),
+        Action(
+            "edit_file",
+            {"path": "intervals/merge.py", "old": "merged = []", "new": "merged = list()"},
+        ),
+        Action(
+            "edit_file",
+            {"path": "intervals/merge.py", "old": "merged = list()", "new": "merged = []"},
+        ),
+        Action("run_tests", {"target": "tests/test_merge.py::test_gaps"}),
+    ]
+}
+
 # Slow bridges get fewer samples (a browser page load is ~0.2 s), so the run stays short.
-STEPS_CAP = {"webshop": 60}
-RESETS_CAP = {"webshop": 8}
+STEPS_CAP = {"webshop": 60, "swe": 50}
+RESETS_CAP = {"webshop": 8, "swe": 8}
 
 
 def _median_us(samples: list[int]) -> float:
@@ -121,10 +142,11 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
             reset_ns.append(time.perf_counter_ns() - t)
         policy = RandomPolicy(0)
         policy.start(env.instruction, env.tools())
+        script = SCRIPTED_STEPS.get(bridge)
         observation, _ = env.reset(seed=0)
         step_ns = []
-        for _ in range(steps):
-            action = policy.act(observation)
+        for index in range(steps):
+            action = script[index % len(script)] if script else policy.act(observation)
             t = time.perf_counter_ns()
             result = env.step(action)
             step_ns.append(time.perf_counter_ns() - t)
@@ -136,7 +158,7 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
         env.close()
     return {
         "bridge": bridge,
-        "task_id": task_id,
+        "task_id": task_id + "".join(f" {k}={v}" for k, v in options.items() if k == "runtime"),
         "first_build_and_reset_ms": build_ms,
         "reset_median_us": _median_us(reset_ns),
         "step_median_us": _median_us(step_ns),

@@ -32,6 +32,7 @@ _BUILTIN: dict[str, str] = {
     "textworld": "envharness.bridges.textworld_env:TextWorldEnv",
     "gymnasium": "envharness.bridges.gymnasium_env:GymnasiumEnv",
     "webshop": "envharness.bridges.webshop:WebShopEnv",
+    "swe": "envharness.bridges.swe:SweEnv",
     "spreadsheet": "envharness.bridges.spreadsheet:SpreadsheetEnv",
     "docqa": "envharness.bridges.docqa:DocQAEnv",
 }

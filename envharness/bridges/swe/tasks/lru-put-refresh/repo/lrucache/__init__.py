@@ -1,0 +1,5 @@
+"""A least-recently-used cache with hit statistics."""
+
+from lrucache.cache import LRUCache
+
+__all__ = ["LRUCache"]

@@ -1,0 +1,5 @@
+"""Small dense matrices in pure Python."""
+
+from minimatrix.matrix import Matrix, ShapeError
+
+__all__ = ["Matrix", "ShapeError"]
