@@ -2,10 +2,12 @@
 
 Run: ``python benchmarks/bridge_costs.py [--steps 300] [--resets 30]``. Prints a table and writes
 ``benchmarks/results/bridge_costs.json``. Steps are random schema-valid actions (a
-``RandomPolicy``; a fixed agent-like cycle on ``swe``), with a reset whenever an episode ends, and
+``RandomPolicy``; random admissible commands on text games; a fixed agent-like cycle on
+``swe``), with a reset whenever an episode ends, and
 the steps of two oracle episodes are timed apart, so the figures tell what K rollouts will
 cost on each bridge; the harness overhead (``harness_overhead.py``) should stay small next to them.
-Bridges whose optional package is missing are skipped and listed.
+Bridges whose optional package, system component or data is missing are skipped and listed
+(ALFWorld reads ``$ALFWORLD_DATA``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import time
 import tracemalloc
@@ -24,6 +27,12 @@ from envharness import Action, BridgeError, DependencyNotInstalled, load_bridge
 from envharness.rollout import RandomPolicy
 
 RESULTS = Path(__file__).parent / "results" / "bridge_costs.json"
+
+# A bedroom and a kitchen of ALFWorld's sample trials ($ALFWORLD_DATA points at the data).
+ALFWORLD_BEDROOM = "pick_and_place_simple-KeyChain-None-SideTable-309/trial_T20190908_215011_025401"
+ALFWORLD_KITCHEN = (
+    "pick_heat_then_place_in_recep-Potato-None-DiningTable-16/trial_T20190908_015009_437240"
+)
 
 TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("toy24", "4-4-10-10", {}),
@@ -37,6 +46,8 @@ TASKS: list[tuple[str, str, dict[str, Any]]] = [
     ("spreadsheet", "sales-line-totals", {}),
     ("spreadsheet", "sales-region-summary", {}),
     ("webshop", "ws01", {}),
+    ("alfworld", ALFWORLD_BEDROOM, {}),
+    ("alfworld", ALFWORLD_KITCHEN, {}),
     ("swe", "intervals-touching", {"runtime": "local"}),
     ("swe", "intervals-touching", {"runtime": "docker"}),
 ]
@@ -60,8 +71,12 @@ SCRIPTED_STEPS: dict[str, list[Action]] = {
 }
 
 # Slow bridges get fewer samples (a browser page load is ~0.2 s), so the run stays short.
-STEPS_CAP = {"webshop": 60, "swe": 50}
-RESETS_CAP = {"webshop": 8, "swe": 8}
+STEPS_CAP = {"webshop": 60, "swe": 50, "alfworld": 100}
+RESETS_CAP = {"webshop": 8, "swe": 8, "alfworld": 10}
+
+# A random policy's text commands are almost all inadmissible (answered in microseconds without
+# stepping the game), so on these bridges random steps pick one of the admissible commands.
+ADMISSIBLE_STEPS = {"textworld", "alfworld"}
 
 
 def _median_us(samples: list[int]) -> float:
@@ -142,11 +157,17 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
             reset_ns.append(time.perf_counter_ns() - t)
         policy = RandomPolicy(0)
         policy.start(env.instruction, env.tools())
-        script = SCRIPTED_STEPS.get(bridge)
+        script, rng = SCRIPTED_STEPS.get(bridge), random.Random(0)
         observation, _ = env.reset(seed=0)
         step_ns = []
         for index in range(steps):
-            action = script[index % len(script)] if script else policy.act(observation)
+            if script:
+                action = script[index % len(script)]
+            elif bridge in ADMISSIBLE_STEPS:
+                command = rng.choice(env.get_env_state()["admissible_commands"])
+                action = Action("act", {"command": command})
+            else:
+                action = policy.act(observation)
             t = time.perf_counter_ns()
             result = env.step(action)
             step_ns.append(time.perf_counter_ns() - t)
@@ -158,7 +179,8 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
         env.close()
     return {
         "bridge": bridge,
-        "task_id": task_id + "".join(f" {k}={v}" for k, v in options.items() if k == "runtime"),
+        "task_id": task_id.split("/")[0]
+        + "".join(f" {k}={v}" for k, v in options.items() if k == "runtime"),
         "first_build_and_reset_ms": build_ms,
         "reset_median_us": _median_us(reset_ns),
         "step_median_us": _median_us(step_ns),

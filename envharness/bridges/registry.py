@@ -31,6 +31,7 @@ _BUILTIN: dict[str, str] = {
     "toy24": "envharness.bridges.toy24:Toy24Env",
     "textworld": "envharness.bridges.textworld_env:TextWorldEnv",
     "gymnasium": "envharness.bridges.gymnasium_env:GymnasiumEnv",
+    "alfworld": "envharness.bridges.alfworld_env:AlfWorldEnv",
     "webshop": "envharness.bridges.webshop:WebShopEnv",
     "swe": "envharness.bridges.swe:SweEnv",
     "spreadsheet": "envharness.bridges.spreadsheet:SpreadsheetEnv",

@@ -1,0 +1,524 @@
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from envharness import (
+    Action,
+    BridgeError,
+    DependencyNotInstalled,
+    EpisodeError,
+    UnknownTaskError,
+    list_tasks,
+    load_bridge,
+)
+from envharness.bridges.alfworld_env import AlfWorldEnv
+from envharness.harness import Rules, Setups
+from envharness.rollout import OraclePolicy, RandomPolicy, rollout
+from envharness.testing import check_bridge
+
+# The sample trials shipped with the project's shared data (see its README.md); only small rooms
+# (bedrooms, one small kitchen) are played here: big kitchens cost seconds per build.
+DATA = Path(
+    os.environ.get("ENVHARNESS_ALFWORLD_DATA")
+    or Path(__file__).resolve().parents[3] / "shared" / "data" / "alfworld"
+)
+LAMP = "look_at_obj_in_light-AlarmClock-None-DeskLamp-323/trial_T20190909_044715_250790"
+KEYCHAIN = "pick_and_place_simple-KeyChain-None-SideTable-309/trial_T20190908_215011_025401"
+LADLE = "pick_clean_then_place_in_recep-Ladle-None-CounterTop-14/trial_T20190909_113924_604801"
+UNSOLVABLE = "pick_two_obj_and_place-SoapBar-None-Toilet-412/trial_T20190908_071602_531614"
+NEEDS_ALFWORLD = "the ALFWorld bridge needs its extra: pip install 'envharness[alfworld]'"
+
+HAVE_DATA = (DATA / "json_2.1.1").is_dir()
+NO_DATA = f"no ALFWorld sample data at {DATA} (set ENVHARNESS_ALFWORLD_DATA)"
+needs_data = pytest.mark.skipif(not HAVE_DATA, reason=NO_DATA)
+
+
+def act(command: str) -> Action:
+    return Action("act", {"command": command})
+
+
+def commands(actions) -> list[str]:
+    return [a.args["command"] for a in actions]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> str:
+    """The game cache, as ``$ENVHARNESS_CACHE/alfworld`` for the cache's parent."""
+    if not HAVE_DATA:
+        pytest.skip(NO_DATA)
+    pytest.importorskip("alfworld", reason=NEEDS_ALFWORLD)
+    return str(tmp_path_factory.mktemp("envharness-cache") / "alfworld")
+
+
+@pytest.fixture
+def make(cache):
+    made: list[AlfWorldEnv] = []
+
+    def build(task_id: str = KEYCHAIN, **options) -> AlfWorldEnv:
+        env = load_bridge(
+            "alfworld", task_id=task_id, data_dir=str(DATA), cache_dir=cache, **options
+        )
+        made.append(env)
+        return env
+
+    yield build
+    for env in made:
+        env.close()
+
+
+# -- data, splits and task ids (no alfworld needed) ----------------------------------------------
+
+
+@needs_data
+def test_splits_are_the_data_folders():
+    seen = AlfWorldEnv.list_tasks("valid_seen", data_dir=DATA)
+    assert len(seen) == 10 and seen == sorted(seen)  # 12 trials, 2 marked unsolvable
+    assert (DATA / "json_2.1.1" / "valid_seen" / UNSOLVABLE / "initial_state.pddl").is_file()
+    assert LAMP in seen and UNSOLVABLE not in seen
+    assert len(list_tasks("alfworld", "valid_train", data_dir=str(DATA))) == 24
+    assert KEYCHAIN in AlfWorldEnv.list_tasks("valid_train", data_dir=DATA)
+    with pytest.raises(BridgeError, match="no 'train' folder.*valid_train, valid_seen"):
+        AlfWorldEnv.list_tasks("train", data_dir=DATA)
+    with pytest.raises(BridgeError, match="no 'valid_unseen' folder for split 'test'"):
+        AlfWorldEnv.list_tasks("test", data_dir=DATA)
+    with pytest.raises(UnknownTaskError, match="valid splits: train, valid_train, valid_seen"):
+        AlfWorldEnv.list_tasks("dev", data_dir=DATA)
+    with pytest.raises(BridgeError, match="unknown option"):
+        AlfWorldEnv.list_tasks("valid_seen", data_dir=DATA, size=3)
+
+
+@needs_data
+def test_data_comes_from_alfworld_data(monkeypatch):
+    monkeypatch.setenv("ALFWORLD_DATA", str(DATA))
+    assert AlfWorldEnv.list_tasks("valid_seen")[0] == LAMP
+    # the folder with the split folders works as well as the one holding json_2.1.1/
+    assert AlfWorldEnv.list_tasks("valid_seen", data_dir=DATA / "json_2.1.1")[0] == LAMP
+
+
+def test_missing_data_says_how_to_get_it(monkeypatch, tmp_path):
+    with pytest.raises(BridgeError, match="no ALFWorld trials") as caught:
+        AlfWorldEnv.list_tasks("valid_seen", data_dir=tmp_path)
+    message = str(caught.value)
+    assert "ALFWORLD_DATA" in message and "data_dir=" in message
+    assert "alfworld-download" in message and "json_2.1.1" in message
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(BridgeError, match=r"neither data_dir nor \$ALFWORLD_DATA is set"):
+        list_tasks("alfworld", "valid_seen")
+    with pytest.raises(BridgeError, match="data_dir: expected a path"):
+        AlfWorldEnv.list_tasks("valid_seen", data_dir=3)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "problem"),
+    [
+        ("pick_and_place_simple-Box-None-Dresser-224", "malformed task id"),
+        ("../valid_seen/x-a-b-c-1/trial_T1_2_3", "malformed task id"),
+        (LAMP + "/", "malformed task id"),
+        (7, "expected a str task id"),
+        (UNSOLVABLE, "no playable trial"),  # the release marks it unsolvable
+        (LAMP.replace("323", "324"), f"Closest: {LAMP}"),
+    ],
+)
+def test_bad_task_ids(cache, task_id, problem):
+    with pytest.raises(UnknownTaskError, match=problem) as caught:
+        AlfWorldEnv(task_id, data_dir=DATA, cache_dir=cache)
+    assert "list_tasks" in str(caught.value)
+
+
+def test_bad_options():
+    with pytest.raises(BridgeError, match="max_steps: expected a positive int"):
+        AlfWorldEnv(LAMP, data_dir=DATA, max_steps=0)
+    with pytest.raises(BridgeError, match="cache_dir: expected a path"):
+        AlfWorldEnv(LAMP, data_dir=DATA, cache_dir=3)
+    with pytest.raises(BridgeError, match="data_dir: expected a path"):
+        AlfWorldEnv(LAMP, data_dir=["x"])
+
+
+def test_missing_alfworld_names_the_extra(monkeypatch):
+    from envharness.bridges.alfworld_env import _kit
+
+    monkeypatch.setattr(_kit, "_KIT", None)
+    monkeypatch.setitem(sys.modules, "alfworld", None)  # `import alfworld` now fails
+    with pytest.raises(DependencyNotInstalled, match=r"envharness\[alfworld\]"):
+        load_bridge("alfworld", task_id=LAMP, data_dir=str(DATA))
+
+
+@needs_data
+def test_imports_leave_the_process_alone(tmp_path):
+    """Listing imports no alfworld; playing leaves $ALFWORLD_DATA, ~/.cache and sys.argv alone."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        from envharness.bridges import get_bridge
+        cls = get_bridge("alfworld")
+        assert cls.list_tasks("valid_seen", data_dir={str(DATA)!r})
+        assert "alfworld" not in sys.modules and "textworld" not in sys.modules
+        argv = list(sys.argv)
+        env = cls({LAMP!r}, data_dir={str(DATA)!r}, cache_dir={str(tmp_path / "cache")!r})
+        env.reset()
+        env.step(env.oracle_actions()[0])
+        env.close()
+        assert "ALFWORLD_DATA" not in os.environ, os.environ["ALFWORLD_DATA"]
+        assert not os.path.exists(os.path.expanduser("~/.cache/alfworld"))
+        assert sys.argv == argv, sys.argv
+    """)
+    environ = {k: v for k, v in os.environ.items() if k != "ALFWORLD_DATA"}
+    environ["HOME"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+# -- the game -----------------------------------------------------------------------------------
+
+
+def test_game_is_rebuilt_and_cached(make, cache):
+    env = make(LAMP)
+    built = env._built
+    assert (
+        built.folder.parent == Path(cache) and built.goal == "look at alarmclock under the desklamp"
+    )
+    game = json.loads(built.game_file.read_text())
+    assert "Your task is to: look at alarmclock under the desklamp." in game["grammar"]
+    assert "UNKNOWN GOAL" not in game["grammar"]
+    trial = DATA / "json_2.1.1" / "valid_seen" / LAMP
+    assert game["pddl_problem"] == (trial / "initial_state.pddl").read_text()
+    import alfworld.info
+
+    assert game["pddl_domain"] == Path(alfworld.info.ALFRED_PDDL_PATH).read_text()
+    expert_view = json.loads((built.folder / "traj_data.json").read_text())
+    assert expert_view["task_type"] == "look_at_obj_in_light"
+    assert expert_view["pddl_params"]["object_target"] == "AlarmClock"
+    assert make(LAMP)._built.folder == built.folder  # same content, same folder
+
+
+def test_game_text_is_textworld_s_own(make):
+    """The memoized translation and text writing give TextWorld's answers, step by step."""
+    from envharness.bridges.alfworld_env._game import Game
+    from envharness.bridges.alfworld_env._kit import kit
+
+    parts = kit()
+    built = make(LAMP)._built
+    plain = parts.demangler(
+        parts.pddl_env(parts.textworld.EnvInfos(admissible_commands=True, won=True)),
+        shuffle=False,
+    )
+    plain.load(dict(built.data))  # TextWorld as shipped: no memoization
+    ours = Game(parts, built.data)
+    try:
+        state, view = plain.reset(), ours.reset()
+        rng = random.Random(5)
+        for _ in range(8):
+            assert view.feedback == state["feedback"]
+            assert view.admissible == tuple(sorted(state["admissible_commands"]))
+            command = rng.choice(view.admissible)
+            state, view = plain.step(command)[0], ours.step(command)
+    finally:
+        ours.close()
+
+
+def test_reset_and_state(make):
+    env = make()
+    with pytest.raises(EpisodeError, match="call reset"):
+        env.step(act("look"))
+    observation, info = env.reset(seed=3)
+    assert observation.startswith("You are in the middle of a room. Looking quickly around you")
+    assert observation.endswith("Your task is to: put a keychain in sidetable.")
+    assert "Welcome" not in observation and "-=" not in observation
+    assert env.instruction.startswith("Your task is to: put a keychain in sidetable.\n")
+    assert "act(command)" in env.instruction
+    state = env.get_env_state()
+    assert set(state) == set(env.env_state_schema()["properties"])
+    assert info["admissible_commands"] == state["admissible_commands"]
+    assert info["task_type"] == state["task_type"] == "pick_and_place_simple"
+    assert state["location"] == "middle of room" and state["inventory"] == []
+    assert state["moves"] == 0 and state["won"] is False and state["last_command"] == ""
+    assert state["description"] in observation and "a armchair 1" in state["description"]
+    assert "go to armchair 1" in state["admissible_commands"]
+    assert env.bridge_options() == {"data_dir": str(DATA), "cache_dir": env._cache_dir}
+    assert make(max_steps=9).bridge_options()["max_steps"] == 9
+    assert repr(make(max_steps=9)) == f"<AlfWorldEnv task={KEYCHAIN!r} max_steps=9>"
+
+
+def test_the_game_answers_commands(make):
+    env = make()
+    env.reset()
+    result = env.step(act("xyzzy"))
+    assert result.observation == "Nothing happens."
+    assert "not one of the admissible commands" in result.info["invalid_action"]
+    assert (result.reward, result.terminated) == (0.0, False)
+    result = env.step(act("take keychain 1 from armchair 1"))  # not there yet
+    assert result.observation == "Nothing happens." and "invalid_action" in result.info
+    assert "characters long" in env.step(act("go " * 100)).info["invalid_action"]
+    result = env.step(act("  GO to\tArmchair 1\n"))  # cleaned up, as the game reads it
+    assert "invalid_action" not in result.info
+    assert result.observation.startswith("You arrive at armchair 1.")
+    assert "keychain 1" in result.observation
+    env.step(act("take keychain 1 from armchair 1"))
+    env.step(act("go to drawer 1"))
+    env.step(act("open drawer 1"))
+    state = env.get_env_state()
+    assert state["location"] == "drawer 1" and state["inventory"] == ["keychain 1"]
+    assert state["opened"] == ["drawer 1"] and state["moves"] == 7
+    assert state["last_command"] == "open drawer 1"
+    assert env.step(act("inventory")).observation == "You are carrying: a keychain 1."
+
+
+def test_winning_ends_the_episode(make):
+    env = make(LAMP)
+    env.reset()
+    plan = commands(env.oracle_actions())
+    assert plan == [
+        "go to sidetable 1",
+        "take alarmclock 3 from sidetable 1",
+        "go to sidetable 2",
+        "use desklamp 2",
+    ]
+    results = [env.step(act(c)) for c in plan]
+    assert [r.reward for r in results] == [0.0, 0.0, 0.0, 1.0]
+    assert [r.terminated for r in results] == [False, False, False, True]
+    assert results[-1].observation == "You turn on the desklamp 2."
+    assert env.get_env_state()["won"] and env.oracle_actions() == []
+    assert env.evaluate().to_dict() == {
+        "success": True,
+        "score": 1.0,
+        "details": {"won": True, "moves": 4, "task_type": "look_at_obj_in_light"},
+    }
+    with pytest.raises(EpisodeError, match="episode is over"):
+        env.step(act("look"))
+    env.close()
+    env.close()
+    assert env.evaluate().success and env.get_env_state()["won"]  # still readable
+    with pytest.raises(EpisodeError, match="closed"):
+        env.step(act("look"))
+    env.reset()
+    assert env.evaluate().success is False
+
+
+def test_save_and_restore(make):
+    env = make()
+    env.reset()
+    for command in ("go to armchair 1", "xyzzy", "take keychain 1 from armchair 1"):
+        env.step(act(command))
+    saved = json.loads(json.dumps(env.save_state()))
+    clone = AlfWorldEnv.from_state(saved)
+    try:
+        assert clone.get_env_state() == env.get_env_state()
+        assert clone.observe() == env.observe()
+        assert clone.step(act("go to sidetable 1")) == env.step(act("go to sidetable 1"))
+    finally:
+        clone.close()
+    fresh = AlfWorldEnv.from_state(make().save_state())
+    with pytest.raises(EpisodeError):
+        fresh.observe()
+    fresh.close()
+    with pytest.raises(BridgeError, match="missing key"):
+        AlfWorldEnv.from_state({"bridge": "alfworld"})
+    with pytest.raises(BridgeError, match="does not reproduce"):
+        AlfWorldEnv.from_state({**saved, "observation": "something else"})
+    with pytest.raises(BridgeError, match="'commands' must be a list of str"):
+        AlfWorldEnv.from_state({**saved, "commands": "go to armchair 1"})
+
+
+@pytest.mark.parametrize("task_id", [LAMP, KEYCHAIN])
+def test_check_bridge(make, task_id):
+    report = check_bridge(make(task_id))
+    assert report.bridge == "alfworld"
+    assert len(report.actions) == len(make(task_id).oracle_actions()) >= 4
+
+
+# -- the oracle -----------------------------------------------------------------------------------
+
+
+def test_the_oracle_is_alfworld_s_expert(make):
+    """ALFWorld's AlfredExpert wrapper, run as its generation code runs it, plays the same plan."""
+    from alfworld.agents.environment.alfred_tw_env import AlfredExpert
+
+    from envharness.bridges.alfworld_env._kit import kit, memoized
+
+    parts = kit()
+    for task_id in (LAMP, KEYCHAIN):
+        env = make(task_id)
+        env.reset()
+        plan = commands(env.oracle_actions())
+        infos = parts.textworld.EnvInfos(admissible_commands=True, won=True, extras=["gamefile"])
+        with memoized(parts):  # the same text as without (test_game_text_is_textworld_s_own)
+            game = AlfredExpert(parts.demangler(parts.pddl_env(infos), shuffle=False))
+            game.load(str(env._built.game_file))
+            random.seed(0)
+            state, played = game.reset(), []
+            while not state["won"] and len(played) < 120:
+                played.append(state["extra.expert_plan"][0])
+                state = game.step(played[-1])[0]
+        assert state["won"] and played[0] == "look"
+        assert plan == played[1:]  # the oracle skips the first look, which changes nothing
+
+
+def test_oracle_follows_the_current_state(make):
+    env = make()
+    env.reset()
+    start = commands(env.oracle_actions())
+    assert start[-3:] == [
+        "take keychain 1 from armchair 1",
+        "go to sidetable 1",
+        "move keychain 1 to sidetable 1",
+    ]
+    env.step(act("look"))
+    env.step(act("xyzzy"))
+    assert commands(env.oracle_actions()) == start  # nothing changed in the world
+    for command in ("go to armchair 1", "take keychain 2 from armchair 1", "go to drawer 2"):
+        env.step(act(command))
+    plan = commands(env.oracle_actions())  # holding the keychain: the planner's shortest plan
+    assert plan == ["go to sidetable 1", "move keychain 2 to sidetable 1"]
+    env.step(act("go to desk 1"))
+    env.step(act("move keychain 2 to desk 1"))
+    plan = commands(env.oracle_actions())  # hands empty again: the expert, from here
+    assert "take keychain 2 from desk 1" in plan or "take keychain 1 from armchair 1" in plan
+    for action in env.oracle_actions():
+        result = env.step(action)
+    assert result.terminated and env.evaluate().success
+
+
+def test_oracle_episode_succeeds(make):
+    trajectory = rollout(make(), OraclePolicy(1.0, seed=0), seed=0)
+    assert trajectory.success and trajectory.end_reason == "terminated"
+    assert trajectory.n_steps == 17
+    trajectory = rollout(make(), OraclePolicy(0.7, seed=2), seed=0)
+    assert trajectory.success
+
+
+def test_random_episode_runs(make):
+    trajectory = rollout(make(), RandomPolicy(seed=3), max_steps=30, seed=0)
+    assert trajectory.error is None
+    assert trajectory.end_reason in ("budget", "terminated")
+    assert 1 <= trajectory.n_steps <= 30
+
+
+# -- harnesses ----------------------------------------------------------------------------------
+
+
+def test_stage_candidates_hide_the_object(make):
+    env = make()
+    stages = env.stage_candidates()
+    assert 1 <= len(stages) <= 4
+    assert commands(stages[0]) == [
+        "go to armchair 1",
+        "take keychain 1 from armchair 1",
+        "go to drawer 1",
+        "open drawer 1",
+        "move keychain 1 to drawer 1",
+        "close drawer 1",
+    ]
+    assert all(commands(stage)[-1].startswith("close drawer") for stage in stages)
+    started = time.perf_counter()
+    assert make().stage_candidates() == stages  # deterministic, and cached next to the game
+    assert time.perf_counter() - started < 5
+
+    staged = Setups(make(), stages[0])
+    observation, info = staged.reset()
+    assert info["setup_steps"] == 6 and observation == "You close the drawer 1."
+    state = staged.get_env_state()
+    assert state["inventory"] == [] and state["opened"] == [] and state["moves"] == 6
+    assert "keychain 1" not in staged.step(act("go to armchair 1")).observation
+    assert staged.step(act("go to drawer 1")).observation == (
+        "You arrive at drawer 1. The drawer 1 is closed."
+    )
+    assert "keychain 1" in staged.step(act("open drawer 1")).observation
+    trajectory = rollout(Setups(make(), stages[0]), OraclePolicy(1.0), seed=0)
+    assert trajectory.success
+
+
+TRUNCATE_ROOM = """
+class _Rules:
+    def filter_observation(self, observation, state):
+        room = state["description"]
+        if room and room in observation:
+            seen = room.split(", ")
+            short = ", ".join(seen[:3]) + ", and more (look around to find the rest)."
+            return observation.replace(room, short)
+        return observation
+"""
+
+HOLD_TO_CLEAN = """
+class _Rules:
+    def filter_action(self, action, state):
+        command = " ".join(str(action["args"].get("command", "")).lower().split())
+        if command.startswith("clean ") and " with " in command:
+            thing = command[len("clean "):].split(" with ")[0]
+            if thing not in state["inventory"]:
+                return "You need to hold the " + thing + " before you can clean it."
+        return action
+"""
+
+
+def test_rules_truncate_the_room_description(make):
+    env = Rules(make(LAMP), TRUNCATE_ROOM)
+    try:
+        observation, _ = env.reset()
+        room = env.get_env_state()["description"]
+        assert room in env.unwrapped.observe() and room not in observation
+        assert observation.startswith(
+            "You are in the middle of a room. Looking quickly around you, you see a bed 2, "
+            "a bed 1, and more (look around to find the rest)."
+        )
+        assert observation.endswith("Your task is to: look at alarmclock under the desklamp.")
+        assert len(observation) < len(env.unwrapped.observe())
+        assert rollout(env, OraclePolicy(1.0), close=False).success
+    finally:
+        env.close()
+
+
+def test_rules_require_holding_before_cleaning(make):
+    env = Rules(make(LADLE), HOLD_TO_CLEAN)
+    try:
+        env.reset()
+        env.step(act("go to sinkbasin 1"))
+        result = env.step(act("clean ladle 1 with sinkbasin 1"))
+        assert result.info.get("blocked") is True
+        assert result.observation == "You need to hold the ladle 1 before you can clean it."
+        assert env.get_env_state()["moves"] == 1  # the game was not stepped
+        for command in ("go to countertop 1", "take ladle 1 from countertop 1"):
+            env.step(act(command))
+        env.step(act("go to sinkbasin 1"))
+        result = env.step(act("clean ladle 1 with sinkbasin 1"))
+        assert result.info.get("blocked") is None
+        assert result.observation == "You clean the ladle 1 using the sinkbasin 1."
+        env.reset()
+        trajectory = rollout(env, OraclePolicy(1.0), close=False)
+        assert trajectory.success
+    finally:
+        env.close()
+
+
+# -- the rigger ---------------------------------------------------------------------------------
+
+
+def test_rig_cli_two_tasks(cache, tmp_path):
+    pytest.importorskip("langgraph", reason="the rigger needs the 'rigger' extra")
+    from typer.testing import CliRunner
+
+    from envharness.cli import app
+    from envharness.graph.outputs import accepted_path, rejected_path
+
+    out = tmp_path / "rig"
+    arguments = ["rig", "alfworld", "--tasks", "2", "--split", "valid_seen"]
+    arguments += ["--policy", "oracle:0.8", "--k-observe", "2", "--k-validate", "2"]
+    arguments += ["--max-iterations", "1", "--out", str(out)]
+    # the CLI builds envs without options: the data and the cache come from the environment
+    environ = {"ALFWORLD_DATA": str(DATA), "ENVHARNESS_CACHE": str(Path(cache).parent)}
+    result = CliRunner().invoke(app, arguments, env=environ)
+    assert result.exit_code == 0, result.output
+    assert (out / "rig.json").exists()
+    assert (out / "trajectories" / "trajectories.jsonl").exists()
+    for task in AlfWorldEnv.list_tasks("valid_seen", data_dir=DATA)[:2]:
+        assert accepted_path(out, task).exists() or rejected_path(out, task).exists()
