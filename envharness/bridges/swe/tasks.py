@@ -200,13 +200,13 @@ def _root() -> Traversable:
     return resources.files("envharness.bridges.swe") / "tasks"
 
 
-def _read_tree(folder: Traversable, prefix: str = "") -> dict[str, bytes]:
+def read_tree(folder: Traversable, prefix: str = "") -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         relative = f"{prefix}{entry.name}"
         if entry.is_dir():
             if entry.name != "__pycache__":
-                files.update(_read_tree(entry, relative + "/"))
+                files.update(read_tree(entry, relative + "/"))
         elif not entry.name.endswith((".pyc", ".pyo")):
             files[relative] = entry.read_bytes()
     return files
@@ -237,7 +237,7 @@ def task_ids(split: str = "train") -> list[str]:
     return list(ids) if split == "all" else [t for t in ids if load_task(t).split == split]
 
 
-def _stages(raw: Any, task_id: str) -> tuple[tuple[str, tuple[Action, ...]], ...]:
+def parse_stages(raw: Any, task_id: str) -> tuple[tuple[str, tuple[Action, ...]], ...]:
     stages = []
     for stage in raw or ():
         try:
@@ -246,6 +246,28 @@ def _stages(raw: Any, task_id: str) -> tuple[tuple[str, tuple[Action, ...]], ...
         except (KeyError, TypeError, ValueError) as e:
             raise BridgeError(f"task {task_id!r}: malformed stage {stage!r}", bridge="swe") from e
     return tuple(stages)
+
+
+def task_from_folder(folder: Traversable, task_id: str, meta: Mapping[str, Any]) -> Task:
+    """The task whose files are in ``folder`` and whose ``task.json`` parsed to ``meta``.
+
+    Missing test lists are empty and a missing split is ``""``; callers check what they need.
+
+    Raises:
+        OSError: If a file of the task cannot be read.
+        BridgeError: If the gold patch or the stages are malformed.
+    """
+    return Task(
+        task_id=task_id,
+        split=str(meta.get("split", "")),
+        problem_statement=(folder / "problem.md").read_text(encoding="utf-8").strip(),
+        files=read_tree(folder / "repo"),
+        hidden_files=read_tree(folder / "hidden"),
+        fail_to_pass=tuple(map(str, meta.get("fail_to_pass") or ())),
+        pass_to_pass=tuple(map(str, meta.get("pass_to_pass") or ())),
+        gold=tuple(parse_patch((folder / "gold.patch").read_text(encoding="utf-8"))),
+        stages=parse_stages(meta.get("stages"), task_id),
+    )
 
 
 @functools.cache
@@ -266,17 +288,7 @@ def load_task(task_id: str) -> Task:
     folder = _root() / task_id
     try:
         meta = json.loads((folder / "task.json").read_text(encoding="utf-8"))
-        task = Task(
-            task_id=task_id,
-            split=str(meta["split"]),
-            problem_statement=(folder / "problem.md").read_text(encoding="utf-8").strip(),
-            files=_read_tree(folder / "repo"),
-            hidden_files=_read_tree(folder / "hidden"),
-            fail_to_pass=tuple(meta["fail_to_pass"]),
-            pass_to_pass=tuple(meta["pass_to_pass"]),
-            gold=tuple(parse_patch((folder / "gold.patch").read_text(encoding="utf-8"))),
-            stages=_stages(meta.get("stages"), task_id),
-        )
+        task = task_from_folder(folder, task_id, meta)
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise BridgeError(
             f"task {task_id!r} is malformed: {type(e).__name__}: {e}", bridge="swe"
