@@ -311,3 +311,85 @@ def test_state_command_prints_json(runner):
 def test_blocking_fake_is_a_conforming_bridge():
     # the CLI tests rely on it behaving like a bridge
     assert check_bridge(BlockingFake, actions=[{"tool": "noop", "args": {}}]).passed == CHECKS
+
+
+# -- bridge options (--option KEY=VALUE) -----------------------------------------------------------
+
+
+def test_parse_options_reads_json_values_and_falls_back_to_text():
+    from envharness.cli._app import parse_options
+
+    parsed = parse_options(["max_steps=3", "target=bye", "flag=true", 'kw={"a": [1]}', "path=a=b"])
+    assert parsed == {
+        "max_steps": 3,
+        "target": "bye",
+        "flag": True,
+        "kw": {"a": [1]},
+        "path": "a=b",
+    }
+    assert parse_options(None) == {} == parse_options([])
+
+
+@pytest.mark.parametrize(
+    ("pairs", "match"),
+    [
+        (["nokey"], "expected KEY=VALUE"),
+        (["=1"], "expected KEY=VALUE"),
+        (["a=1", "a=2"], "given twice"),
+    ],
+)
+def test_parse_options_rejects_malformed_pairs(pairs, match):
+    import typer
+
+    from envharness.cli._app import parse_options
+
+    with pytest.raises(typer.BadParameter, match=match):
+        parse_options(pairs)
+
+
+def test_play_passes_bridge_options(runner):
+    # the fake bridge's target word is an option: with target=bye, saying bye wins
+    result = runner.invoke(app, ["play", "fake", "-O", "target=bye"], input="say bye\n", env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "success: yes" in result.output and '"target": "bye"' in result.output
+    without = runner.invoke(app, ["play", "fake"], input="say bye\n", env=WIDE)
+    assert "success: no" in without.output
+
+
+def test_check_bridge_passes_bridge_options(runner):
+    result = runner.invoke(app, ["check-bridge", "fake", "-O", "max_steps=4"], env=WIDE)
+    assert result.exit_code == 0, result.output
+
+
+def test_rollout_records_bridge_options_in_each_spec(runner, tmp_path):
+    out = tmp_path / "run"
+    args = ["rollout", "fake", "-p", "random", "-k", "2", "-w", "1", "-o", str(out)]
+    result = runner.invoke(app, [*args, "-O", "max_steps=2", "-O", "target=bye"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        bridge = json.loads(line)["spec"]["bridge"]
+        assert bridge["options"]["target"] == "bye" and bridge["options"]["max_steps"] == 2
+
+
+def test_options_and_a_harness_file_exclude_each_other(runner, spec_file):
+    for command in (["play"], ["rollout", "-w", "1"]):
+        result = runner.invoke(app, [*command, "--harness", str(spec_file), "-O", "max_steps=2"])
+        assert result.exit_code == 2
+        assert "holds its bridge options" in result.output.replace("\n", " ")
+
+
+def test_rig_passes_bridge_options_to_every_task(tmp_path):
+    pytest.importorskip("langgraph", reason="the rigger needs the 'rigger' extra")
+    out = tmp_path / "rig"
+    args = ["rig", "toy24", "-n", "1", "--k-observe", "2", "--k-validate", "2"]
+    result = CliRunner().invoke(
+        app, [*args, "--max-iterations", "1", "-O", "max_steps=6", "-o", str(out)], env=WIDE
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "rig.json").read_text())["bridge_options"] == {"max_steps": 6}
+    stored = (out / "trajectories" / "trajectories.jsonl").read_text().splitlines()
+    assert stored and all(
+        json.loads(line)["spec"]["bridge"]["options"] == {"max_steps": 6} for line in stored
+    )

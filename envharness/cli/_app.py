@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -30,6 +31,43 @@ app = typer.Typer(
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+BridgeOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-O",
+        metavar="KEY=VALUE",
+        help="A bridge option (repeatable); VALUE is read as JSON when it parses, else as text: "
+        "-O runtime=local -O max_steps=20 -O 'env_kwargs={\"is_slippery\": false}'.",
+    ),
+]
+"""The ``--option KEY=VALUE`` parameter the commands that build a bridge share."""
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, Any]:
+    """The ``load_bridge`` options given as ``KEY=VALUE`` strings.
+
+    >>> parse_options(["runtime=local", "max_steps=20", "data_dir=/data/alfworld"])
+    {'runtime': 'local', 'max_steps': 20, 'data_dir': '/data/alfworld'}
+
+    Raises:
+        typer.BadParameter: If a pair has no ``=`` or an empty key, or a key repeats.
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
+        if key in options:
+            raise typer.BadParameter(f"option {key!r} is given twice", param_hint="--option")
+        try:
+            options[key] = json.loads(raw)
+        except ValueError:
+            options[key] = raw
+    return options
 
 
 def _stdout() -> Console:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     pass
 
-from envharness.cli._app import _clean_errors, _stdout, app
+from envharness.cli._app import BridgeOptions, _clean_errors, _stdout, app, parse_options
 
 _SESSION_HELP = (
     "Type an action: shell-like words (combine 4 * 6), call syntax (combine(4, '*', 6)) or JSON "
@@ -79,9 +79,10 @@ def tasks(
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", min=0, help="List at most this many.")
     ] = None,
+    option: BridgeOptions = None,
 ) -> None:
     """Print the task ids of a bridge, one per line (the count goes to stderr)."""
-    ids = list_tasks(name, split=split)
+    ids = list_tasks(name, split=split, **parse_options(option))
     shown = ids if limit is None else ids[:limit]
     for task_id in shown:
         typer.echo(task_id)
@@ -91,8 +92,8 @@ def tasks(
 # -- play --------------------------------------------------------------------------------------
 
 
-def _first_task(name: str) -> str:
-    ids = list_tasks(name, split="train")
+def _first_task(name: str, options: dict[str, Any]) -> str:
+    ids = list_tasks(name, split="train", **options)
     if not ids:
         raise BridgeError("the train split is empty; give --task", bridge=name)
     return ids[0]
@@ -119,11 +120,14 @@ def load_harness_file(harness: Path, name: str | None) -> HarnessSpec:
     return spec
 
 
-def _open_env(name: str | None, task: str | None, harness: Path | None) -> ActionableEnv:
+def _open_env(
+    name: str | None, task: str | None, harness: Path | None, options: dict[str, Any]
+) -> ActionableEnv:
     """Builds the env to play: from a harness spec, or the bridge ``name`` on ``task``.
 
-    With a spec, ``name`` and ``task`` may be omitted; when given they must match the spec.
-    Without one, ``task`` defaults to the first task of the bridge's train split.
+    With a spec, ``name`` and ``task`` may be omitted; when given they must match the spec, and
+    bridge ``options`` are refused (the spec holds its own). Without one, ``task`` defaults to
+    the first task of the bridge's train split.
     """
     if harness is not None:
         spec = load_harness_file(harness, name)
@@ -132,10 +136,16 @@ def _open_env(name: str | None, task: str | None, harness: Path | None) -> Actio
                 f"{harness} is a harness on task {spec.bridge.task_id!r}, not {task!r}; "
                 "omit --task or make it match"
             )
+        if options:
+            raise typer.BadParameter(
+                "a harness spec holds its bridge options; edit the spec instead",
+                param_hint="--option",
+            )
         return spec.build()
     if name is None:
         raise typer.BadParameter("give a bridge NAME or --harness", param_hint="NAME")
-    return load_bridge(name, task_id=task if task is not None else _first_task(name))
+    task_id = task if task is not None else _first_task(name, options)
+    return load_bridge(name, task_id=task_id, **options)
 
 
 def _print_tools(out: Console, tools: list[ToolSpec]) -> None:
@@ -265,13 +275,14 @@ def play(
         int | None,
         typer.Option("--max-steps", min=1, help="The agent's step budget (default: the task's)."),
     ] = None,
+    option: BridgeOptions = None,
 ) -> None:
     """Play a task by typing actions; the evaluation is printed at the end.
 
     Reads one action per line (interactive or piped); the session ends when the episode
     terminates, the step budget is used, on quit, or at the end of input.
     """
-    env = _open_env(name, task, harness)
+    env = _open_env(name, task, harness, parse_options(option))
     with env:
         _session(env, seed=seed, budget=max_steps if max_steps is not None else env.max_steps)
 
@@ -288,13 +299,16 @@ def check_bridge_command(
         typer.Option("--task", "-t", help="The task id (default: the first train task)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="The reset seed.")] = 0,
+    option: BridgeOptions = None,
 ) -> None:
     """Run the conformance suite on one task of a bridge (exit code 1 when a check fails)."""
-    task_id = task if task is not None else _first_task(name)
-    load_bridge(name, task_id=task_id).close()  # an unknown task is a usage error, not a failure
+    options = parse_options(option)
+    task_id = task if task is not None else _first_task(name, options)
+    # an unknown task or option is a usage error, not a failed check
+    load_bridge(name, task_id=task_id, **options).close()
     out = _stdout()
     try:
-        report = check_bridge(lambda: load_bridge(name, task_id=task_id), seed=seed)
+        report = check_bridge(lambda: load_bridge(name, task_id=task_id, **options), seed=seed)
     except ConformanceError as e:
         failed = {failure.split(":", 1)[0] for failure in e.failures}
         if failed <= set(CHECKS):  # otherwise the suite did not get to run the checks

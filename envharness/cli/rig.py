@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envharness.bridges.registry import list_tasks
-from envharness.cli._app import _clean_errors, _stderr, _stdout, app
+from envharness.cli._app import BridgeOptions, _clean_errors, _stderr, _stdout, app, parse_options
 from envharness.cli.rollout import _ExecutorChoice, _make_executor
 
 _SIBLINGS = 8
@@ -55,6 +55,7 @@ def rig(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="The run directory (default: runs/rig-NAME).")
     ] = None,
+    option: BridgeOptions = None,
 ) -> None:
     """Rig a harness to a black-box policy on each of N tasks (observe, diagnose, write, validate).
 
@@ -66,7 +67,8 @@ def rig(
     from envharness.graph.run import TaskResult
     from envharness.graph.run import rig as run_rig
 
-    all_tasks = list_tasks(name, split=split)
+    options = parse_options(option)
+    all_tasks = list_tasks(name, split=split, **options)
     chosen = all_tasks[:tasks]
     siblings = [t for t in all_tasks if t not in chosen][:_SIBLINGS]
     run_dir = out if out is not None else Path("runs") / f"rig-{name}"
@@ -102,7 +104,14 @@ def rig(
             )
 
         try:
-            results = run_rig(name, chosen, context, max_concurrency=concurrency, on_result=report)
+            results = run_rig(
+                name,
+                chosen,
+                context,
+                bridge_options=options,
+                max_concurrency=concurrency,
+                on_result=report,
+            )
         except KeyboardInterrupt:
             err.print(
                 Text(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from envharness.rollout.stats import RolloutStats
     from envharness.rollout.trajectory import Trajectory
 
-from envharness.cli._app import _clean_errors, _stderr, _stdout, app
+from envharness.cli._app import BridgeOptions, _clean_errors, _stderr, _stdout, app, parse_options
 from envharness.cli.envs import load_harness_file
 
 # -- rollout -------------------------------------------------------------------------------------
@@ -39,20 +39,25 @@ class _ExecutorChoice(StrEnum):
 
 
 def _rollout_specs(
-    name: str | None, tasks: int, split: str, harness: Path | None
+    name: str | None, tasks: int, split: str, harness: Path | None, options: dict[str, Any]
 ) -> list[HarnessSpec]:
     """The specs to play: the harness file's own, or the first ``tasks`` tasks of ``split``."""
     from envharness.harness import HarnessSpec
     from envharness.harness.spec import BridgeSpec
 
     if harness is not None:
+        if options:
+            raise typer.BadParameter(
+                "a harness spec holds its bridge options; edit the spec instead",
+                param_hint="--option",
+            )
         return [load_harness_file(harness, name)]
     if name is None:
         raise typer.BadParameter("give a bridge NAME or --harness", param_hint="NAME")
-    ids = list_tasks(name, split=split)[:tasks]
+    ids = list_tasks(name, split=split, **options)[:tasks]
     if not ids:
         raise BridgeError(f"the {split!r} split has no tasks", bridge=name)
-    return [HarnessSpec(BridgeSpec(name, task_id)) for task_id in ids]
+    return [HarnessSpec(BridgeSpec(name, task_id, dict(options))) for task_id in ids]
 
 
 def _make_executor(choice: _ExecutorChoice, workers: int | None) -> Executor:
@@ -184,6 +189,7 @@ def rollout(
         Path | None,
         typer.Option("--out", "-o", help="The run directory (default: runs/NAME)."),
     ] = None,
+    option: BridgeOptions = None,
 ) -> None:
     """Play K episodes on each of N tasks with a policy; store them and summarize.
 
@@ -205,7 +211,7 @@ def rollout(
     from envharness.rollout.store import RunStore
 
     factory = policy_factory(policy)
-    specs = _rollout_specs(name, tasks, split, harness)
+    specs = _rollout_specs(name, tasks, split, harness, parse_options(option))
     requests = [RolloutRequest(spec, seed + i, max_steps) for spec in specs for i in range(k)]
     run_dir = out if out is not None else Path("runs") / specs[0].bridge.name
     label = describe_policy(factory)

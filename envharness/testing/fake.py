@@ -95,8 +95,8 @@ class FakeEnv(ActionableEnv):
         self.closed = False
 
     @classmethod
-    def list_tasks(cls, split: str = "train") -> list[str]:
-        """Task ids in ``split`` (``train`` or ``test``).
+    def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:
+        """Task ids in ``split`` (``train`` or ``test``); ``options`` do not change the list.
 
         Raises:
             UnknownTaskError: If there is no such split.
