@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -36,6 +37,54 @@ def test_env_side_imports_without_langchain_or_langgraph():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert "4" in out.stdout
+
+
+# bridge -> the extra its DependencyNotInstalled names when every optional package is missing
+EXTRAS = {
+    "alfworld": "alfworld",
+    "docqa": "docqa",
+    "gymnasium": "gym",
+    "spreadsheet": "spreadsheet",
+    "swe": "docker",
+    "textworld": "textworld",
+    "webshop": "web",
+}
+OPTIONAL = (
+    "alfworld", "docker", "formulas", "gymnasium", "langchain", "langchain_core", "langgraph",
+    "matplotlib", "numpy", "openpyxl", "playwright", "pypdf", "ray", "textworld",
+)  # fmt: skip
+
+
+def test_every_bridge_without_its_optional_packages_names_its_extra(tmp_path):
+    code = (
+        "import json, sys\n"
+        f"for name in {OPTIONAL!r}:\n"
+        "    sys.modules[name] = None  # makes any import of them fail\n"
+        "import envharness\n"
+        "from envharness import DependencyNotInstalled, list_bridges, list_tasks, load_bridge\n"
+        "found = {}\n"
+        "for bridge in list_bridges():\n"
+        "    try:\n"
+        "        task = list_tasks(bridge, split='train')[0]\n"
+        "    except DependencyNotInstalled as e:\n"
+        "        found[bridge] = e.extra\n"
+        "        continue\n"
+        "    except envharness.BridgeError:  # no data (ALFWorld): any task id will do\n"
+        "        task = 'x/y'\n"
+        "    try:\n"
+        "        load_bridge(bridge, task_id=task).reset()\n"
+        "        found[bridge] = None\n"
+        "    except DependencyNotInstalled as e:\n"
+        "        found[bridge] = e.extra\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {"ALFWORLD_DATA": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found == {**EXTRAS, "toy24": None}
 
 
 def test_namespaced_folders_import_under_envharness():
