@@ -38,6 +38,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_path,
+    check_positive_int,
+    check_saved_state,
+    check_split,
+    state_error,
+)
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,
@@ -54,6 +63,7 @@ except ImportError:  # pragma: no cover - exercised only on platforms without fc
 __all__ = ["GameSettings", "TextWorldEnv", "default_cache_dir", "ensure_game"]
 
 _BRIDGE = "textworld"
+_NAME = "TextWorldEnv"
 _DEFAULT_MAX_STEPS = 50
 _DEFAULT_SIZE = (5, 10, 5)
 _SPLITS: dict[str, tuple[range, ...]] = {
@@ -405,13 +415,7 @@ def _act(command: str) -> Action:
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed TextWorldEnv state: {problem}", bridge=_BRIDGE)
-
-
-def _check_max_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=_BRIDGE)
-    return max_steps
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 class TextWorldEnv(ActionableEnv):
@@ -456,14 +460,10 @@ class TextWorldEnv(ActionableEnv):
         max_steps: int = _DEFAULT_MAX_STEPS,
     ) -> None:
         GameSettings.parse(task_id)
-        self.max_steps = _check_max_steps(max_steps)
-        if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
-            raise BridgeError(
-                f"cache_dir: expected a path, got {type(cache_dir).__name__}", bridge=_BRIDGE
-            )
+        self.max_steps = check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
+        self._cache_dir = check_path("cache_dir", cache_dir, bridge=_BRIDGE)
         self._textworld = _textworld()
         self.task_id = task_id
-        self._cache_dir = None if cache_dir is None else os.fspath(cache_dir)
         self._path = ensure_game(task_id, self._cache_dir)
         try:
             description = json.loads(self._path.with_suffix(".json").read_text())
@@ -506,16 +506,8 @@ class TextWorldEnv(ActionableEnv):
             >>> len(TextWorldEnv.list_tasks("train")), TextWorldEnv.list_tasks("train")[0]
             (100, 'tw-s5-o10-q5-seed0')
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
-        if split not in _SPLITS:
-            raise UnknownTaskError(
-                f"unknown split {split!r}; valid splits: {', '.join(_SPLITS)}", bridge=_BRIDGE
-            )
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
+        check_split(split, _SPLITS, bridge=_BRIDGE)
         size = _DEFAULT_SIZE
         return [GameSettings(*size, seed).task_id for seeds in _SPLITS[split] for seed in seeds]
 
@@ -676,22 +668,15 @@ class TextWorldEnv(ActionableEnv):
                 (e.g. the cached game file changed).
             UnknownTaskError: If its task id is malformed.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options, commands = state["options"], state["commands"]
-        if not isinstance(options, Mapping) or set(options) - set(_OPTIONS):
-            raise _bad_state(f"'options' must be a dict with keys from {_OPTIONS}, got {options!r}")
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        commands = state["commands"]
         if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
             raise _bad_state("'commands' must be a list of str")
-        env = cls(state["task_id"], **options)
+        env = cls(state["task_id"], **state["options"])
         if not state["started"]:
-            if commands:
-                raise _bad_state("commands were recorded but the episode was not started")
+            check_nothing_recorded(state, ("commands",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, command in enumerate(commands):

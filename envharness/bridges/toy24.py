@@ -29,6 +29,14 @@ from fractions import Fraction
 from functools import cache
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_positive_int,
+    check_saved_state,
+    check_split,
+    state_error,
+)
 from envharness.bridges.toy24_solver import TARGET, puzzles, solutions, solve_steps
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
@@ -36,6 +44,8 @@ from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
 __all__ = ["Toy24Env", "solutions", "solve_steps"]
 
 _BRIDGE = "toy24"
+_NAME = "Toy24Env"
+_OPTIONS = ("max_steps",)
 _DEFAULT_MAX_STEPS = 12
 _SPLITS = ("train", "test", "all")
 _OPS: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
@@ -192,12 +202,6 @@ def _start_numbers(task_id: object) -> tuple[Fraction, ...]:
     return tuple(Fraction(p) for p in parts)
 
 
-def _check_max_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=_BRIDGE)
-    return max_steps
-
-
 # One combine's outcome: (result, its text, the line "a op b = result" for observations).
 _Outcome = tuple[Fraction, str, str]
 # One combine in effect: (numbers before, their texts, (a, op, b) as texts, its outcome).
@@ -255,7 +259,7 @@ class Toy24Env(ActionableEnv):
 
     def __init__(self, task_id: str, *, max_steps: int = _DEFAULT_MAX_STEPS) -> None:
         self._start = _start_numbers(task_id)
-        self.max_steps = _check_max_steps(max_steps)
+        self.max_steps = check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
         self.task_id = task_id
         self._start_texts = tuple(str(n) for n in self._start)
         shown = " ".join(self._start_texts)
@@ -290,18 +294,9 @@ class Toy24Env(ActionableEnv):
             UnknownTaskError: If ``split`` is not one of the splits.
             BridgeError: If an option is unknown.
         """
-        unknown = sorted(set(options) - {"max_steps"})
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: max_steps",
-                bridge=_BRIDGE,
-            )
-        lists = _task_lists()
-        if split not in lists:
-            raise UnknownTaskError(
-                f"unknown split {split!r}; valid splits: {', '.join(_SPLITS)}", bridge=_BRIDGE
-            )
-        return list(lists[split])
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
+        check_split(split, _SPLITS, bridge=_BRIDGE)
+        return list(_task_lists()[split])
 
     def bridge_options(self) -> dict[str, Any]:
         """``{"max_steps": n}`` when it differs from the default (12), else ``{}``."""
@@ -479,17 +474,10 @@ class Toy24Env(ActionableEnv):
             BridgeError: If ``state`` is malformed or inconsistent (naming the problem).
             UnknownTaskError: If its task id is not a task.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options = state["options"]
-        if not isinstance(options, Mapping) or set(options) - {"max_steps"}:
-            raise _bad_state(f"'options' must be a dict with at most 'max_steps', got {options!r}")
-        env = cls(state["task_id"], **options)
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        env = cls(state["task_id"], **state["options"])
         if state["start"] != list(env._start_texts):
             raise _bad_state(f"'start' {state['start']!r} does not match task {env.task_id!r}")
         history = state["history"]
@@ -512,8 +500,8 @@ class Toy24Env(ActionableEnv):
             raise _bad_state("'observation' must be a str once started and None before")
         if terminated != (started and env._solved()):
             raise _bad_state(f"'terminated' is {terminated} but the numbers say otherwise")
-        if not started and (history or steps):
-            raise _bad_state("an episode that has not started has no history or steps")
+        if not started:
+            check_nothing_recorded(state, ("history", "steps"), bridge=_BRIDGE, env_name=_NAME)
         env._steps, env._observation = steps, observation
         env._started, env._terminated = started, terminated
         return env
@@ -595,7 +583,7 @@ _SAVED_KEYS = (
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed Toy24Env state: {problem}", bridge=_BRIDGE)
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 def _combine_action(a: Fraction, op: str, b: Fraction) -> Action:

@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from envharness.bridges.checks import check_path, check_split
 from envharness.errors import BridgeError, UnknownTaskError
 
 __all__ = [
@@ -80,10 +81,7 @@ def data_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
         BridgeError: If ``data_dir`` is not a path, or no split folder is there (the message says
             how to get the data).
     """
-    if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
-        raise BridgeError(
-            f"data_dir: expected a path, got {type(data_dir).__name__}", bridge=_BRIDGE
-        )
+    data_dir = check_path("data_dir", data_dir, bridge=_BRIDGE)
     if data_dir is not None:
         base, source = Path(data_dir).expanduser(), "from data_dir"
     elif os.environ.get("ALFWORLD_DATA"):
@@ -98,11 +96,7 @@ def data_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _split_folder(root: Path, split: object) -> Path:
-    if not isinstance(split, str) or split not in SPLITS:
-        raise UnknownTaskError(
-            f"unknown split {split!r}; valid splits: {', '.join(SPLITS)} ('test' is valid_unseen)",
-            bridge=_BRIDGE,
-        )
+    split = check_split(split, SPLITS, bridge=_BRIDGE, note="'test' is valid_unseen")
     folder = root / SPLITS[split]
     if not folder.is_dir():
         present = [f for f in _FOLDERS if (root / f).is_dir()]

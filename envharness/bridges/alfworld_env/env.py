@@ -16,12 +16,21 @@ from envharness.bridges.alfworld_env._kit import kit
 from envharness.bridges.alfworld_env._oracle import load_plans, lookup, solve
 from envharness.bridges.alfworld_env._stages import cached_stages, find_stages
 from envharness.bridges.alfworld_env._state import STATE_SCHEMA
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_path,
+    check_positive_int,
+    check_saved_state,
+    state_error,
+)
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError
 
 __all__ = ["AlfWorldEnv"]
 
 _BRIDGE = "alfworld"
+_NAME = "AlfWorldEnv"
 _DEFAULT_MAX_STEPS = 50
 _OPTIONS = ("data_dir", "cache_dir", "max_steps")
 _MAX_COMMAND = 200
@@ -68,21 +77,7 @@ def _act(command: str) -> Action:
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed AlfWorldEnv state: {problem}", bridge=_BRIDGE)
-
-
-def _check_max_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=_BRIDGE)
-    return max_steps
-
-
-def _check_path(name: str, value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | os.PathLike):
-        raise BridgeError(f"{name}: expected a path, got {type(value).__name__}", bridge=_BRIDGE)
-    return os.fspath(value)
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 class AlfWorldEnv(ActionableEnv):
@@ -135,9 +130,9 @@ class AlfWorldEnv(ActionableEnv):
         cache_dir: str | os.PathLike[str] | None = None,
         max_steps: int = _DEFAULT_MAX_STEPS,
     ) -> None:
-        self.max_steps = _check_max_steps(max_steps)
-        self._data_dir = _check_path("data_dir", data_dir)
-        self._cache_dir = _check_path("cache_dir", cache_dir)
+        self.max_steps = check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
+        self._data_dir = check_path("data_dir", data_dir, bridge=_BRIDGE)
+        self._cache_dir = check_path("cache_dir", cache_dir, bridge=_BRIDGE)
         self._parts = kit()
         trial = find_trial(data_root(self._data_dir), task_id)
         cache = Path(self._cache_dir).expanduser() if self._cache_dir else default_cache_dir()
@@ -171,13 +166,8 @@ class AlfWorldEnv(ActionableEnv):
             UnknownTaskError: If ``split`` is not one of the splits.
             BridgeError: If an option is unknown, there is no data, or it lacks that split.
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
-        return list_trials(data_root(_check_path("data_dir", options.get("data_dir"))), split)
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
+        return list_trials(data_root(options.get("data_dir")), split)
 
     def bridge_options(self) -> dict[str, Any]:
         """``data_dir`` and ``cache_dir`` when given, ``max_steps`` when not the default (50)."""
@@ -322,22 +312,15 @@ class AlfWorldEnv(ActionableEnv):
             BridgeError: If ``state`` is malformed, or the replay does not end where it did.
             UnknownTaskError: If the data has no such trial.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options, commands = state["options"], state["commands"]
-        if not isinstance(options, Mapping) or set(options) - set(_OPTIONS):
-            raise _bad_state(f"'options' must be a dict with keys from {_OPTIONS}, got {options!r}")
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        commands = state["commands"]
         if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
             raise _bad_state("'commands' must be a list of str")
-        env = cls(state["task_id"], **options)
+        env = cls(state["task_id"], **state["options"])
         if not state["started"]:
-            if commands:
-                raise _bad_state("commands were recorded but the episode was not started")
+            check_nothing_recorded(state, ("commands",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, command in enumerate(commands):

@@ -16,6 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_positive_int,
+    check_saved_state,
+    check_split,
+    state_error,
+)
 from envharness.bridges.docqa.corpus import DEFAULT_LINES_PER_PAGE, Corpus, load_corpus
 from envharness.bridges.docqa.schemas import SEARCH_HITS, STATE_SCHEMA, TOOLS
 from envharness.bridges.docqa.scoring import normalize_answer, score_answer
@@ -39,6 +47,7 @@ from envharness.errors import (
 __all__ = ["BUILTIN_CORPUS", "BUILTIN_TASKS", "DocQAEnv"]
 
 _BRIDGE = "docqa"
+_NAME = "DocQAEnv"
 _DATA = Path(__file__).resolve().parent / "data"
 BUILTIN_CORPUS = _DATA / "corpus"
 """The built-in corpus: a fictional company's reports, minutes, handbook and price list."""
@@ -61,7 +70,7 @@ def _read(doc: str, page: int) -> Action:
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed DocQAEnv state: {problem}", bridge=_BRIDGE)
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 def _check_path(name: str, value: object) -> str | None:
@@ -71,12 +80,6 @@ def _check_path(name: str, value: object) -> str | None:
     if not isinstance(value, str | os.PathLike) or not os.fspath(value):
         raise BridgeError(f"{name}: expected a path, got {value!r}", bridge=_BRIDGE)
     return str(Path(os.fspath(value)).expanduser().resolve())
-
-
-def _check_positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BridgeError(f"{name}: expected a positive int, got {value!r}", bridge=_BRIDGE)
-    return value
 
 
 def _load(
@@ -144,10 +147,10 @@ class DocQAEnv(ActionableEnv):
     ) -> None:
         self._corpus_dir = _check_path("corpus_dir", corpus_dir)
         self._tasks_file = _check_path("tasks_file", tasks_file)
-        self._lines_per_page = _check_positive("lines_per_page", lines_per_page)
-        self._max_steps_option = (
-            None if max_steps is None else _check_positive("max_steps", max_steps)
-        )
+        self._lines_per_page = check_positive_int("lines_per_page", lines_per_page, bridge=_BRIDGE)
+        self._max_steps_option: int | None = None
+        if max_steps is not None:
+            self._max_steps_option = check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
         self._corpus, self._taskset = _load(
             self._corpus_dir, self._tasks_file, self._lines_per_page
         )
@@ -188,18 +191,10 @@ class DocQAEnv(ActionableEnv):
             >>> DocQAEnv.list_tasks("test")[:2]
             ['ar23-net-profit-growth', 'handbook-leave-max']
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown}; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
-        if split not in _SPLITS:
-            raise UnknownTaskError(
-                f"unknown split {split!r}; valid splits: {', '.join(_SPLITS)}", bridge=_BRIDGE
-            )
-        lines = _check_positive(
-            "lines_per_page", options.get("lines_per_page", DEFAULT_LINES_PER_PAGE)
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
+        check_split(split, _SPLITS, bridge=_BRIDGE)
+        lines = check_positive_int(
+            "lines_per_page", options.get("lines_per_page", DEFAULT_LINES_PER_PAGE), bridge=_BRIDGE
         )
         _, taskset = _load(
             _check_path("corpus_dir", options.get("corpus_dir")),
@@ -417,22 +412,15 @@ class DocQAEnv(ActionableEnv):
                 observation (e.g. the documents changed).
             UnknownTaskError: If its task is not in the tasks file.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options, actions = state["options"], state["actions"]
-        if not isinstance(options, Mapping) or set(options) - set(_OPTIONS):
-            raise _bad_state(f"'options' must be a dict with keys from {_OPTIONS}, got {options!r}")
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        actions = state["actions"]
         if not isinstance(actions, list):
             raise _bad_state("'actions' must be a list of {'tool', 'args'} dicts")
-        env = cls(state["task_id"], **options)
+        env = cls(state["task_id"], **state["options"])
         if not state["started"]:
-            if actions:
-                raise _bad_state("actions were recorded but the episode was not started")
+            check_nothing_recorded(state, ("actions",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, raw in enumerate(actions):

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from envharness.bridges.checks import check_split
 from envharness.errors import BridgeError, DependencyNotInstalled, UnknownTaskError
 
 BRIDGE = "gymnasium"
@@ -304,10 +305,7 @@ def list_task_ids(split: str, env_kwargs: Mapping[str, Any]) -> list[str]:
     Raises:
         UnknownTaskError: If ``split`` is not one of the splits.
     """
-    if split not in SPLITS:
-        raise UnknownTaskError(
-            f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}", bridge=BRIDGE
-        )
+    check_split(split, SPLITS, bridge=BRIDGE)
     gym = require_gymnasium()
     ids = catalogue()[split]
     return [i for i in ids if accepts(gym.registry[i], env_kwargs)]

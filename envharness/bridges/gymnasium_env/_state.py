@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from envharness.bridges.checks import check_nothing_recorded, check_saved_state, state_error
 from envharness.bridges.gymnasium_env._loader import BRIDGE
 from envharness.errors import BridgeError
 
 OPTIONS = ("env_kwargs", "max_steps")
+_NAME = "GymnasiumEnv"
 SAVED_KEYS = ("bridge", "task_id", "options", "seed", "actions", "observation", "total_reward")
 
 
@@ -56,7 +58,7 @@ def state_schema(
 
 def bad_state(problem: str) -> BridgeError:
     """The error for a saved state that cannot be restored."""
-    return BridgeError(f"malformed GymnasiumEnv state: {problem}", bridge=BRIDGE)
+    return state_error(problem, bridge=BRIDGE, env_name=_NAME)
 
 
 def parse_saved(state: object) -> tuple[str, dict[str, Any], int | None, list[int]]:
@@ -65,20 +67,14 @@ def parse_saved(state: object) -> tuple[str, dict[str, Any], int | None, list[in
     Raises:
         BridgeError: Naming what is missing or malformed.
     """
-    if not isinstance(state, Mapping):
-        raise bad_state(f"expected a dict, got {type(state).__name__}")
-    missing = [k for k in SAVED_KEYS if k not in state]
-    if missing:
-        raise bad_state(f"missing key(s) {missing}")
-    if state["bridge"] != BRIDGE:
-        raise bad_state(f"'bridge' is {state['bridge']!r}, expected {BRIDGE!r}")
-    options, actions, seed = state["options"], state["actions"], state["seed"]
-    if not isinstance(options, Mapping) or set(options) - set(OPTIONS):
-        raise bad_state(f"'options' must be a dict of {', '.join(OPTIONS)}, got {options!r}")
+    state = check_saved_state(
+        state, bridge=BRIDGE, keys=SAVED_KEYS, options=OPTIONS, env_name=_NAME
+    )
+    actions, seed = state["actions"], state["seed"]
     if not isinstance(actions, list) or not all(
         isinstance(a, int) and not isinstance(a, bool) for a in actions
     ):
         raise bad_state(f"'actions' must be a list of action indexes, got {actions!r}")
-    if seed is None and actions:
-        raise bad_state("an episode that has not started has no actions")
-    return state["task_id"], dict(options), seed, list(actions)
+    if seed is None:
+        check_nothing_recorded(state, ("actions",), bridge=BRIDGE, env_name=_NAME)
+    return state["task_id"], dict(state["options"]), seed, list(actions)

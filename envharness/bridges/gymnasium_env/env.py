@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import check_options, check_positive_int
 from envharness.bridges.gymnasium_env import _loader
 from envharness.bridges.gymnasium_env._loader import BRIDGE, DEFAULT_MAX_STEPS
 from envharness.bridges.gymnasium_env._state import OPTIONS, bad_state, parse_saved, state_schema
@@ -76,7 +77,9 @@ class GymnasiumEnv(ActionableEnv):
         spec = _loader.resolve_spec(task_id)
         self._env_kwargs = _loader.check_env_kwargs(env_kwargs)
         self._default_steps = spec.max_episode_steps or DEFAULT_MAX_STEPS
-        self.max_steps = self._default_steps if max_steps is None else _check_steps(max_steps)
+        self.max_steps = self._default_steps
+        if max_steps is not None:
+            self.max_steps = check_positive_int("max_steps", max_steps, bridge=BRIDGE)
         self.task_id = task_id
         self._env = _loader.make(spec, self._env_kwargs)
         try:
@@ -140,15 +143,10 @@ class GymnasiumEnv(ActionableEnv):
             >>> GymnasiumEnv.list_tasks("train")[0]
             'FrozenLake-v1'
         """
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: {', '.join(OPTIONS)}",
-                bridge=BRIDGE,
-            )
+        check_options(options, OPTIONS, bridge=BRIDGE, where="list_tasks")
         env_kwargs = _loader.check_env_kwargs(options.get("env_kwargs"))
         if options.get("max_steps") is not None:
-            _check_steps(options["max_steps"])
+            check_positive_int("max_steps", options["max_steps"], bridge=BRIDGE)
         return _loader.list_task_ids(split, env_kwargs)
 
     def bridge_options(self) -> dict[str, Any]:
@@ -435,12 +433,6 @@ class GymnasiumEnv(ActionableEnv):
     def __repr__(self) -> str:
         extra = "".join(f" {k}={v!r}" for k, v in self.bridge_options().items())
         return f"<GymnasiumEnv task={self.task_id!r}{extra}>"
-
-
-def _check_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=BRIDGE)
-    return max_steps
 
 
 def _number(value: float) -> str:

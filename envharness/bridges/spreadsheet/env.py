@@ -7,6 +7,13 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_positive_int,
+    check_saved_state,
+    state_error,
+)
 from envharness.bridges.spreadsheet import solutions
 from envharness.bridges.spreadsheet._schema import MAX_READ_CELLS, STATE_SCHEMA, TOOLS
 from envharness.bridges.spreadsheet.cells import (
@@ -29,6 +36,7 @@ from envharness.errors import BridgeError, EpisodeError
 __all__ = ["SpreadsheetEnv"]
 
 _BRIDGE = "spreadsheet"
+_NAME = "SpreadsheetEnv"
 _OPTIONS = ("max_steps",)
 _MAX_SHOWN_ROWS = 20
 _MAX_CHANGED = 200
@@ -36,15 +44,7 @@ _SAVED_KEYS = ("bridge", "task_id", "options", "started", "actions", "observatio
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed SpreadsheetEnv state: {problem}", bridge=_BRIDGE)
-
-
-def _check_max_steps(max_steps: object) -> int | None:
-    if max_steps is None:
-        return None
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=_BRIDGE)
-    return max_steps
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 class _Refused(Exception):
@@ -90,7 +90,9 @@ class SpreadsheetEnv(ActionableEnv):
 
     def __init__(self, task_id: str, *, max_steps: int | None = None) -> None:
         self._task: Task = get_task(task_id)
-        self._max_steps_option = _check_max_steps(max_steps)
+        self._max_steps_option: int | None = None
+        if max_steps is not None:
+            self._max_steps_option = check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
         require_openpyxl()
         engine()
         self.task_id = task_id
@@ -126,12 +128,7 @@ class SpreadsheetEnv(ActionableEnv):
             >>> SpreadsheetEnv.list_tasks("test")[:2]
             ['inventory-category-max', 'payroll-overtime']
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
         return list_task_ids(split)
 
     def bridge_options(self) -> dict[str, Any]:
@@ -397,22 +394,15 @@ class SpreadsheetEnv(ActionableEnv):
             BridgeError: If ``state`` is malformed or the replay does not end where it did.
             UnknownTaskError: If its task does not exist.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options, actions = state["options"], state["actions"]
-        if not isinstance(options, Mapping) or set(options) - set(_OPTIONS):
-            raise _bad_state(f"'options' must be a dict with keys from {_OPTIONS}, got {options!r}")
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        actions = state["actions"]
         if not isinstance(actions, list):
             raise _bad_state("'actions' must be a list of {'tool', 'args'} dicts")
-        env = cls(state["task_id"], **options)
+        env = cls(state["task_id"], **state["options"])
         if not state["started"]:
-            if actions:
-                raise _bad_state("actions were recorded but the episode was not started")
+            check_nothing_recorded(state, ("actions",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, raw in enumerate(actions):

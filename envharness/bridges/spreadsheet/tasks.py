@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envharness.bridges.checks import check_split
 from envharness.errors import BridgeError, UnknownTaskError
 
 __all__ = ["DATA_DIR", "SPLITS", "Task", "WORKBOOK_DIR", "list_task_ids", "load_tasks", "get_task"]
@@ -168,10 +169,7 @@ def list_task_ids(split: str = "train") -> list[str]:
     Raises:
         UnknownTaskError: If ``split`` is not one of :data:`SPLITS`.
     """
-    if split not in SPLITS:
-        raise UnknownTaskError(
-            f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}", bridge="spreadsheet"
-        )
+    check_split(split, SPLITS, bridge="spreadsheet")
     return [t.task_id for t in _load(_TASK_FILE).values() if split in ("all", t.split)]
 
 

@@ -8,9 +8,16 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_options,
+    check_positive_int,
+    check_saved_state,
+    state_error,
+)
 from envharness.bridges.swe.oracle import oracle_plan, stage_candidates
 from envharness.bridges.swe.runtime import Runtime
-from envharness.bridges.swe.tasks import SPLITS, Task, load_task, task_ids
+from envharness.bridges.swe.tasks import Task, load_task, task_ids
 from envharness.bridges.swe.tools import (
     ToolOutcome,
     edit_file,
@@ -21,11 +28,12 @@ from envharness.bridges.swe.tools import (
 )
 from envharness.bridges.swe.verify import Changes, compute_changes, unified_diff, verify
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
-from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
+from envharness.errors import BridgeError, EpisodeError
 
 __all__ = ["DEFAULT_RUNTIME", "RUNTIMES", "SweEnv"]
 
 _BRIDGE = "swe"
+_NAME = "SweEnv"
 RUNTIMES = ("docker", "local")
 DEFAULT_RUNTIME = "docker"
 """The runtime used when none is given (overridden by ``$ENVHARNESS_SWE_RUNTIME``)."""
@@ -106,8 +114,7 @@ def _check_options(runtime: object, max_steps: object, image: object, timeout: o
             "episode in a container, 'local' runs commands on this machine",
             bridge=_BRIDGE,
         )
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
-        raise BridgeError(f"max_steps: expected a positive int, got {max_steps!r}", bridge=_BRIDGE)
+    check_positive_int("max_steps", max_steps, bridge=_BRIDGE)
     if not isinstance(image, str) or not image:
         raise BridgeError(f"image: expected an image tag, got {image!r}", bridge=_BRIDGE)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600:
@@ -157,7 +164,7 @@ def _decode(value: Any) -> bytes | None:
 
 
 def _bad_state(problem: str) -> BridgeError:
-    return BridgeError(f"malformed SweEnv state: {problem}", bridge=_BRIDGE)
+    return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
 
 class SweEnv(ActionableEnv):
@@ -251,16 +258,7 @@ class SweEnv(ActionableEnv):
             UnknownTaskError: If ``split`` is not one of the splits.
             BridgeError: If an option is unknown.
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown} for list_tasks; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
-        if split not in SPLITS:
-            raise UnknownTaskError(
-                f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}", bridge=_BRIDGE
-            )
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
         return task_ids(split)
 
     def bridge_options(self) -> dict[str, Any]:
@@ -453,26 +451,19 @@ class SweEnv(ActionableEnv):
             BridgeError: If ``state`` is malformed.
             UnknownTaskError: If its task does not exist.
         """
-        if not isinstance(state, Mapping):
-            raise _bad_state(f"expected a dict, got {type(state).__name__}")
-        missing = [k for k in _SAVED_KEYS if k not in state]
-        if missing:
-            raise _bad_state(f"missing key(s) {missing}")
-        if state["bridge"] != _BRIDGE:
-            raise _bad_state(f"'bridge' is {state['bridge']!r}, expected {_BRIDGE!r}")
-        options, changes = state["options"], state["changes"]
-        if not isinstance(options, Mapping) or set(options) - set(_OPTIONS):
-            raise _bad_state(f"'options' must be a dict with keys from {_OPTIONS}, got {options!r}")
+        state = check_saved_state(
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+        )
+        changes = state["changes"]
         if not isinstance(changes, Mapping) or not all(isinstance(p, str) for p in changes):
             raise _bad_state("'changes' must be a dict of path -> file")
         for key in ("steps", "test_runs"):
             if isinstance(state[key], bool) or not isinstance(state[key], int) or state[key] < 0:
                 raise _bad_state(f"'{key}' must be a non-negative int")
         decoded = {path: _decode(value) for path, value in changes.items()}
-        env = cls(state["task_id"], **options)
+        env = cls(state["task_id"], **state["options"])
         if not state["started"]:
-            if decoded or state["steps"]:
-                raise _bad_state("changes or steps were recorded but the episode was not started")
+            check_nothing_recorded(state, ("changes", "steps"), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         assert env._runtime is not None

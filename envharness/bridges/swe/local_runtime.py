@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
+from envharness.bridges.checks import check_positive_int
 from envharness.bridges.swe.runtime import (
     MAX_SNAPSHOT_FILE,
     WORKDIR,
@@ -99,8 +100,7 @@ class LocalRuntime(Runtime):
             ("max_file_mb", max_file_mb),
             ("max_open_files", max_open_files),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise BridgeError(f"{name}: expected a positive int, got {value!r}", bridge="swe")
+            check_positive_int(name, value, bridge="swe")
         self._limits = {
             resource.RLIMIT_AS: memory_mb * 2**20,
             resource.RLIMIT_FSIZE: max_file_mb * 2**20,

@@ -32,6 +32,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
+from envharness.bridges.checks import check_split
 from envharness.core import Action
 from envharness.errors import BridgeError, UnknownTaskError
 
@@ -229,10 +230,7 @@ def task_ids(split: str = "train") -> list[str]:
         >>> task_ids("test")
         ['duration-exact-units', 'matrix-rectangular-product', 'semver-numeric-order']
     """
-    if split not in SPLITS:
-        raise UnknownTaskError(
-            f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}", bridge="swe"
-        )
+    check_split(split, SPLITS, bridge="swe")
     ids = _all_ids()
     return list(ids) if split == "all" else [t for t in ids if load_task(t).split == split]
 

@@ -39,6 +39,13 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import (
+    check_nothing_recorded,
+    check_path,
+    check_positive_int,
+    check_saved_state,
+    state_error,
+)
 from envharness.bridges.webshop.driver import (
     BrowserThread,
     browser_thread,
@@ -183,12 +190,6 @@ def _resolve(what: str, given: Verifier | str) -> tuple[Verifier, str | None]:
     return fn, path if path is not None else _callable_path(fn)
 
 
-def _check_positive(name: str, value: object, bridge: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BridgeError(f"{name}: expected a positive int, got {value!r}", bridge=bridge)
-    return value
-
-
 class BrowserEnv(ActionableEnv):
     """A web task: a start URL, an instruction and a verifier, played in headless Chromium.
 
@@ -241,16 +242,12 @@ class BrowserEnv(ActionableEnv):
             raise BridgeError(f"url: cannot start at {url!r}: {problem}", bridge=name)
         if not isinstance(instruction, str) or not instruction.strip():
             raise BridgeError("instruction: expected a non-empty str", bridge=name)
-        if chromium is not None and not isinstance(chromium, str | os.PathLike):
-            raise BridgeError(
-                f"chromium: expected a path, got {type(chromium).__name__}", bridge=name
-            )
-        self.max_steps = _check_positive("max_steps", max_steps, name)
-        self._timeout_ms = _check_positive("timeout_ms", timeout_ms, name)
+        self._chromium_option = check_path("chromium", chromium, bridge=name)
+        self.max_steps = check_positive_int("max_steps", max_steps, bridge=name)
+        self._timeout_ms = check_positive_int("timeout_ms", timeout_ms, bridge=name)
         self._verifier, self._verifier_path = _resolve("verifier", verifier)
         self._done, self._done_path = (None, None) if done is None else _resolve("done", done)
         playwright_api()  # DependencyNotInstalled now, not at the first reset
-        self._chromium_option = None if chromium is None else os.fspath(chromium)
         self._chromium = chromium_path(self._chromium_option)
         self.task_id = task_id
         self.instruction = instruction
@@ -473,8 +470,7 @@ class BrowserEnv(ActionableEnv):
         """Resets and plays the saved actions; checks that it ends on the saved observation."""
         actions = state["actions"]
         if not state["started"]:
-            if actions:
-                raise _bad_state(self.bridge_name, "actions were recorded but no episode started")
+            check_nothing_recorded(state, ("actions",), bridge=self.bridge_name)
             return
         self.reset()
         for index, raw in enumerate(actions):
@@ -504,22 +500,20 @@ def _open_session(session: PageSession, executable: str, url: str) -> PageSnapsh
 
 
 def _bad_state(bridge: str, problem: str) -> BridgeError:
-    return BridgeError(f"malformed saved state: {problem}", bridge=bridge)
+    return state_error(problem, bridge=bridge)
 
 
-def _check_saved(state: Any, bridge: str, extra: Sequence[str] = ()) -> None:
-    """Checks the shape of a saved state (keys, ``bridge``, ``options``, ``actions``)."""
-    if not isinstance(state, Mapping):
-        raise _bad_state(bridge, f"expected a dict, got {type(state).__name__}")
-    missing = [k for k in (*_SAVED_KEYS, *extra) if k not in state]
-    if missing:
-        raise _bad_state(bridge, f"missing key(s) {missing}")
-    if state["bridge"] != bridge:
-        raise _bad_state(bridge, f"'bridge' is {state['bridge']!r}, expected {bridge!r}")
-    if not isinstance(state["options"], Mapping):
-        raise _bad_state(bridge, f"'options' must be a dict, got {state['options']!r}")
+def _check_saved(
+    state: Any, bridge: str, extra: Sequence[str] = (), options: Sequence[str] | None = None
+) -> Mapping[str, Any]:
+    """Checks the shape of a saved state (keys, ``bridge``, ``options``, ``actions``).
+
+    ``options`` are the option names the state may record (any when ``None``).
+    """
+    state = check_saved_state(state, bridge=bridge, keys=(*_SAVED_KEYS, *extra), options=options)
     actions = state["actions"]
     if not isinstance(actions, list) or not all(
         isinstance(a, Mapping) and isinstance(a.get("tool"), str) for a in actions
     ):
         raise _bad_state(bridge, "'actions' must be a list of {'tool', 'args'} dicts")
+    return state

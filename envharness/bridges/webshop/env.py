@@ -18,15 +18,16 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from envharness.bridges.checks import check_options, check_split
 from envharness.bridges.webshop import oracle
-from envharness.bridges.webshop.browser import BrowserEnv, _bad_state, _check_saved
+from envharness.bridges.webshop.browser import BrowserEnv, _check_saved
 from envharness.bridges.webshop.catalogue import load_catalogue
 from envharness.bridges.webshop.page_text import PageSnapshot
 from envharness.bridges.webshop.pages import Location, locate
 from envharness.bridges.webshop.reward import ShopVerifier
 from envharness.bridges.webshop.server import shared_server
 from envharness.core import Action
-from envharness.errors import BridgeError, UnknownTaskError
+from envharness.errors import UnknownTaskError
 
 __all__ = ["WebShopEnv"]
 
@@ -141,16 +142,8 @@ class WebShopEnv(BrowserEnv):
             UnknownTaskError: If ``split`` is not one of the splits.
             BridgeError: If an option is unknown.
         """
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise BridgeError(
-                f"unknown option(s) {unknown}; valid options: {', '.join(_OPTIONS)}",
-                bridge=_BRIDGE,
-            )
-        if split not in _SPLITS:
-            raise UnknownTaskError(
-                f"unknown split {split!r}; valid splits: {', '.join(_SPLITS)}", bridge=_BRIDGE
-            )
+        check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
+        check_split(split, _SPLITS, bridge=_BRIDGE)
         return load_catalogue().task_ids(split)
 
     # -- the shop's view of the page ------------------------------------------------------------
@@ -198,10 +191,7 @@ class WebShopEnv(BrowserEnv):
             BridgeError: If ``state`` is malformed or the replay ends elsewhere.
             UnknownTaskError: If its task does not exist.
         """
-        _check_saved(state, _BRIDGE)
-        unknown = sorted(set(state["options"]) - set(_OPTIONS))
-        if unknown:
-            raise _bad_state(_BRIDGE, f"unknown option(s) {unknown}; valid: {', '.join(_OPTIONS)}")
+        state = _check_saved(state, _BRIDGE, options=_OPTIONS)
         env = cls(state["task_id"], **state["options"])
         env._replay(state)
         return env
