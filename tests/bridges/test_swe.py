@@ -49,8 +49,8 @@ def edit(path: str, old: str, new: str) -> Action:
 
 
 @pytest.fixture(scope="module")
-def docker_reason() -> str | None:
-    return docker_unavailable()
+def docker_reason(docker_engine) -> str | None:
+    return docker_engine  # conftest: starts an engine and builds the image where it can
 
 
 @pytest.fixture(params=["local", "docker"])

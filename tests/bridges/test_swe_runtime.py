@@ -23,8 +23,8 @@ FILES = {
 
 
 @pytest.fixture(scope="module")
-def docker_reason() -> str | None:
-    return docker_unavailable()
+def docker_reason(docker_engine) -> str | None:
+    return docker_engine  # conftest: starts an engine and builds the image where it can
 
 
 def needs_docker(reason: str | None) -> None:
