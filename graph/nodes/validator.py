@@ -24,8 +24,16 @@ from envharness.rollout.trajectory import Trajectory
 __all__ = ["validator"]
 
 
-def _oracle_solves(spec: HarnessSpec) -> bool | None:
-    """Whether the bridge's oracle solves ``spec`` on seed 0 (``None``: the bridge has none)."""
+_ORACLE_TRIES = 3  # seeds the sanity check tries before it calls a candidate unsolvable
+
+
+def _oracle_solves(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> bool | None:
+    """Whether the bridge's oracle solves ``spec`` on one of seeds ``0 .. tries - 1``.
+
+    Several seeds, because one failure proves little in a stochastic harness or env: with
+    ``drop_actions`` an oracle move can fail, and the random move played meanwhile can end the
+    episode (a ``submit``). ``None`` when the bridge has no oracle.
+    """
     env = spec.build()
     try:
         env.reset(seed=0)
@@ -34,16 +42,20 @@ def _oracle_solves(spec: HarnessSpec) -> bool | None:
         return None
     finally:
         env.close()
-    return rollout(spec.build(), OraclePolicy(1.0, seed=0), seed=0).success
+    return any(
+        rollout(spec.build(), OraclePolicy(1.0, seed=seed), seed=seed).success
+        for seed in range(tries)
+    )
 
 
 def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
     """Why the candidate looks unsolvable to the bridge's own oracle, or ``None``.
 
     A privileged sanity check before spending K policy rollouts: a harness that even the oracle
-    cannot get through teaches nothing. It only counts when the oracle solves the task without
-    the harness (in stochastic domains it may fail either way), and it is skipped for bridges
-    without an oracle. The oracle's rollouts are neither stored nor counted as the policy's.
+    cannot get through on any of a few seeds teaches nothing. It only counts when the oracle
+    solves the task without the harness (in stochastic domains it may fail either way), and it
+    is skipped for bridges without an oracle. The oracle's rollouts are neither stored nor
+    counted as the policy's.
     """
     try:
         solved = _oracle_solves(spec)
@@ -52,8 +64,8 @@ def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
     if solved is None or solved or not _oracle_solves(base):
         return None
     return (
-        "even the bridge's oracle fails this candidate, though it solves the task without it: "
-        "the candidate made the task unsolvable"
+        f"even the bridge's oracle fails this candidate on {_ORACLE_TRIES} seeds, though it "
+        "solves the task without it: the candidate made the task unsolvable"
     )
 
 
