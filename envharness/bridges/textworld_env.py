@@ -31,13 +31,13 @@ import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 
+from envharness.bridges.cache import bridge_cache_dir, file_lock
 from envharness.bridges.checks import (
     check_nothing_recorded,
     check_options,
@@ -54,11 +54,6 @@ from envharness.errors import (
     EpisodeError,
     UnknownTaskError,
 )
-
-try:  # POSIX only; TextWorld itself does not run on Windows
-    import fcntl
-except ImportError:  # pragma: no cover - exercised only on platforms without fcntl
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["GameSettings", "TextWorldEnv", "default_cache_dir", "ensure_game"]
 
@@ -226,25 +221,7 @@ def default_cache_dir() -> Path:
     ``$ENVHARNESS_CACHE/textworld`` when that variable is set, else
     ``$XDG_CACHE_HOME/envharness/textworld``, else ``~/.cache/envharness/textworld``.
     """
-    root = os.environ.get("ENVHARNESS_CACHE")
-    if root:
-        return Path(root).expanduser() / "textworld"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "envharness" / "textworld"
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Holds an exclusive lock on ``path`` (created if needed) across processes."""
-    with open(path, "a+b") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return bridge_cache_dir(_BRIDGE)
 
 
 def _complete(game: Path) -> bool:
@@ -285,7 +262,7 @@ def ensure_game(task_id: str, cache_dir: str | os.PathLike[str] | None = None) -
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BridgeError(f"cannot create the game cache {folder}: {e}", bridge=_BRIDGE) from e
-    with _file_lock(folder / f"{task_id}.lock"), _TEXTWORLD_LOCK:
+    with file_lock(folder / f"{task_id}.lock"), _TEXTWORLD_LOCK:
         if not _complete(game):  # another process may have made it while we waited
             _generate(textworld, settings, folder)
     return game

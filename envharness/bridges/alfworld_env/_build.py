@@ -17,21 +17,15 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from envharness.bridges.alfworld_env._data import TASK_TYPES
 from envharness.bridges.alfworld_env._kit import Kit, seeded_random
+from envharness.bridges.cache import bridge_cache_dir, file_lock
 from envharness.errors import BridgeError
 
-try:  # POSIX only
-    import fcntl
-except ImportError:  # pragma: no cover - exercised only on platforms without fcntl
-    fcntl = None  # type: ignore[assignment]
-
-__all__ = ["Built", "build_game", "default_cache_dir", "file_lock", "read_json", "write_json"]
+__all__ = ["Built", "build_game", "default_cache_dir", "read_json", "write_json"]
 
 _BRIDGE = "alfworld"
 _FORMAT = 1  # bump when the built files change meaning
@@ -45,24 +39,7 @@ def default_cache_dir() -> Path:
     ``$ENVHARNESS_CACHE/alfworld`` when that variable is set, else
     ``$XDG_CACHE_HOME/envharness/alfworld``, else ``~/.cache/envharness/alfworld``.
     """
-    root = os.environ.get("ENVHARNESS_CACHE")
-    if root:
-        return Path(root).expanduser() / "alfworld"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "envharness" / "alfworld"
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    with open(path, "a+b") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return bridge_cache_dir(_BRIDGE)
 
 
 def read_json(path: Path) -> Any:

@@ -16,10 +16,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from envharness.bridges.alfworld_env._build import Built, file_lock, read_json, write_json
+from envharness.bridges.alfworld_env._build import Built, read_json, write_json
 from envharness.bridges.alfworld_env._game import Game
 from envharness.bridges.alfworld_env._kit import LOCK, Kit
 from envharness.bridges.alfworld_env._oracle import persist, remember, run_expert
+from envharness.bridges.cache import file_lock
 
 __all__ = ["MAX_STAGES", "cached_stages", "find_stages", "kind"]
 
