@@ -67,7 +67,7 @@ from pydantic import PrivateAttr
 import envharness
 from envharness.graph import RiggerContext
 from envharness.graph import rigger as rigger_module
-from envharness.graph.decision import HARDEN_ABOVE, SCAFFOLD_BELOW
+from envharness.graph.heuristic.diagnose import HARDEN_ABOVE, SCAFFOLD_BELOW
 from envharness.graph.nodes import _common as rigger_common
 from envharness.graph.run import rig
 from envharness.testing import FakeToolCallingModel

@@ -2,17 +2,18 @@
 
 ``observer`` plays K baseline rollouts, ``diagnoser`` finds the policy's weakness, ``writer``
 proposes Setups/Rules/Link components (a tool-calling designer model, or the offline heuristic),
-``validator`` judges them on K fresh rollouts; a router loops write↔validate until the candidate
-is accepted or the iterations run out. :func:`rig` runs it over many tasks with a SQLite
-checkpointer, so an interrupted rig resumes.
+``validator`` judges them on fresh rollouts (:mod:`envharness.graph.judge`); a router loops
+write↔validate until the candidate is accepted or the iterations run out. :func:`rig` runs it
+over many tasks with a SQLite checkpointer, so an interrupted rig resumes.
 
 Installed as ``envharness.graph``; needs the ``rigger`` extra (langgraph, langchain).
 """
 
+from typing import Any
+
 from envharness.graph.context import RiggerContext
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict, Weakness
-from envharness.graph.rigger import build_rigger, graph
 
 __all__ = [
     "Candidate",
@@ -24,3 +25,12 @@ __all__ = [
     "build_rigger",
     "graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Imports the graph (LangGraph) on first use, so ``envharness.graph.judge`` needs none."""
+    if name in ("build_rigger", "graph"):
+        from envharness.graph import rigger
+
+        return getattr(rigger, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import RiggerError
+from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.rollout.executors import Executor
 from envharness.rollout.factory import policy_factory
@@ -52,15 +53,23 @@ class RiggerContext:
         diagnoser: The diagnoser's model, same forms; ``None`` uses the designer's.
         objective: ``auto``, ``sr:LOW-HIGH``, ``steps:LOW-HIGH`` or a plain-language weakness.
         k_observe: Baseline rollouts per task.
-        k_validate: Validation rollouts per candidate (fewer when the decision settles early).
+        k_validate: Validation rollouts between two looks of the judge (a batch).
         max_iterations: Write→validate iterations before giving up.
+        confidence: The posterior probability a decision needs (see
+            :mod:`envharness.graph.judge`): a band is accepted when the policy's rate lies in
+            it with at least this probability.
+        max_rollouts: Validation rollouts one candidate may spend (knob calibration
+            included) before it is left undecided.
+        min_effect: The smallest change in success rate ``auto`` counts as hardening or
+            scaffolding.
         executor: Where rollouts run (a ``LocalExecutor`` or ``RayExecutor``); ``None`` runs
             them in the calling thread.
         require_approval: Pause before accepting (a LangGraph ``interrupt``) for a human to
             approve with ``Command(resume=True)`` or refuse with ``Command(resume=False)``.
         siblings: Tasks of the same bridge the heuristic may link to lengthen the horizon.
         max_designer_turns: Model calls the designer agent may spend per candidate.
-        seed: The first rollout seed (baseline and validation use the same seeds).
+        seed: The run's seed; each task's rollouts draw fresh seeds from a per-task offset, and
+            no seed is used twice within a task's rig.
         metadata: Extra metadata for traces (LangSmith).
     """
 
@@ -72,6 +81,9 @@ class RiggerContext:
     k_observe: int = 5
     k_validate: int = 5
     max_iterations: int = 5
+    confidence: float = 0.8
+    max_rollouts: int = 120
+    min_effect: float = 0.2
     executor: Executor | None = None
     require_approval: bool = False
     siblings: list[str] = field(default_factory=list)
@@ -84,6 +96,12 @@ class RiggerContext:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise RiggerError(f"expected {name} to be a positive int, got {value!r}")
+        self._judge = JudgeSettings(
+            confidence=self.confidence,
+            max_rollouts=self.max_rollouts,
+            batch=self.k_validate,
+            min_effect=self.min_effect,
+        )
         self.objective = Objective.parse(self.objective)
         if self.objective.kind == "deficiency" and self._is_heuristic(self.writer_model):
             raise RiggerError(
@@ -111,6 +129,11 @@ class RiggerContext:
         """Whether ``node`` (``writer`` or ``diagnoser``) runs the heuristic."""
         model = self.writer_model if node == "writer" else self.diagnoser_model
         return self._is_heuristic(model)
+
+    @property
+    def judge_settings(self) -> JudgeSettings:
+        """The judge's settings (confidence, budget, batch, minimum effect)."""
+        return self._judge
 
     @property
     def policy_factory(self) -> PolicyFactory:

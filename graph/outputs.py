@@ -2,7 +2,9 @@
 
 ``RUN/accepted/<task>.json`` is a :class:`~envharness.harness.HarnessSpec` with lineage (load it
 with ``HarnessSpec.from_json``); ``RUN/rejected/<task>.json`` lists the attempts and why each
-failed. Trajectories live in ``RUN/trajectories/`` (a :class:`~envharness.rollout.RunStore`).
+failed; ``RUN/undecided/<task>.json`` is a task whose budget ran out before the judge was sure,
+with its best candidate and statistics. Trajectories live in ``RUN/trajectories/`` (a
+:class:`~envharness.rollout.RunStore`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["accepted_path", "rejected_path", "task_filename", "write_json"]
+__all__ = ["accepted_path", "rejected_path", "task_filename", "undecided_path", "write_json"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
@@ -33,6 +35,11 @@ def accepted_path(run_dir: str | Path, task_id: str) -> Path:
 def rejected_path(run_dir: str | Path, task_id: str) -> Path:
     """Where the rejected attempts of ``task_id`` are written."""
     return Path(run_dir) / "rejected" / task_filename(task_id)
+
+
+def undecided_path(run_dir: str | Path, task_id: str) -> Path:
+    """Where a task left undecided (its budget ran out) is written, with its best candidate."""
+    return Path(run_dir) / "undecided" / task_filename(task_id)
 
 
 def write_json(path: Path, data: Any) -> None:

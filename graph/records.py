@@ -10,10 +10,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envharness.core import Action
+from envharness.errors import RiggerError
+from envharness.graph.judge.calibration import Knob
 from envharness.harness.spec import BridgeSpec, ComponentSpec, HarnessSpec
 from envharness.sandbox import rules_sha256
 
-__all__ = ["Candidate", "Diagnosis", "Direction", "Verdict", "Weakness"]
+__all__ = ["SETUP_STEPS", "Candidate", "Diagnosis", "Direction", "Verdict", "Weakness"]
+
+SETUP_STEPS = "SETUP_STEPS"
+"""The knob name for how many of a candidate's in-env actions are replayed."""
 
 Direction = Literal["scaffold", "harden", "fix-behaviour", "none"]
 DIRECTIONS: tuple[str, ...] = ("scaffold", "harden", "fix-behaviour", "none")
@@ -80,6 +85,12 @@ class Candidate:
             lengthen the horizon.
         rationale: Why this should move the policy toward the objective.
         template: The heuristic template it came from, or ``None`` for a model's design.
+        components: Further components stacked last, as ``{"type", "config"}`` dicts
+            (:class:`~envharness.harness.spec.ComponentSpec`): any registered component, e.g. a
+            ``link`` to a spec of another bridge.
+        knobs: The candidate's numeric dials (:class:`~envharness.graph.judge.Knob` dicts): a
+            rules-code constant (``DROP_P``), or ``SETUP_STEPS`` (how many of the in-env
+            actions are replayed). The validator calibrates the first one.
     """
 
     in_env_actions: list[dict[str, Any]] = field(default_factory=list)
@@ -87,30 +98,79 @@ class Candidate:
     link_task_ids: list[str] = field(default_factory=list)
     rationale: str = ""
     template: str | None = None
+    components: list[dict[str, Any]] = field(default_factory=list)
+    knobs: list[dict[str, Any]] = field(default_factory=list)
 
-    def apply(self, base: HarnessSpec) -> HarnessSpec:
+    def knob_specs(self) -> list[Knob]:
+        """The knobs as :class:`~envharness.graph.judge.Knob` objects.
+
+        Raises:
+            RiggerError: A malformed knob, or a knob the candidate has nothing to apply to.
+        """
+        from envharness.harness.knobs import rules_knobs
+
+        knobs = [Knob.from_dict(k) for k in self.knobs]
+        declared = rules_knobs(self.rules_code) if self.rules_code is not None else {}
+        for knob in knobs:
+            if knob.name == SETUP_STEPS:
+                if not self.in_env_actions:
+                    raise RiggerError(f"knob {SETUP_STEPS} needs in-env actions to replay")
+                if not knob.integer or knob.low < 0 or knob.high > len(self.in_env_actions):
+                    raise RiggerError(
+                        f"knob {SETUP_STEPS} must be an integer knob within "
+                        f"0..{len(self.in_env_actions)} (the number of in-env actions)"
+                    )
+            elif knob.name not in declared:
+                names = ", ".join(sorted(declared)) or "none"
+                raise RiggerError(
+                    f"knob {knob.name!r} is not a constant of the rules code (declared: {names}); "
+                    "write it as an upper-case module-level constant, e.g. DROP_P = 0.3"
+                )
+        return knobs
+
+    def apply(self, base: HarnessSpec, knob_values: dict[str, float] | None = None) -> HarnessSpec:
         """The spec of ``base`` with this candidate's components stacked on top.
 
         Setups go first (the start state), then Rules (around the agent's steps), then the Link
-        to the extra tasks (their bare bridges), so the rules govern part 1 only.
+        to the extra tasks (their bare bridges), so the rules govern part 1 only, then any
+        further components.
+
+        Args:
+            base: The spec being rigged.
+            knob_values: Knob values to build with (the knobs' own values when omitted).
         """
+        values = {k["name"]: k["value"] for k in self.knobs}
+        values.update(knob_values or {})
         components = list(base.components)
-        if self.in_env_actions:
-            actions = [Action.from_dict(a).to_dict() for a in self.in_env_actions]
+        actions = [Action.from_dict(a).to_dict() for a in self.in_env_actions]
+        if SETUP_STEPS in values:
+            actions = actions[: int(values.pop(SETUP_STEPS))]
+        if actions:
             components.append(ComponentSpec("setups", {"in_env_actions": actions}))
         if self.rules_code is not None:
-            config = {"rules_code": self.rules_code, "sha256": rules_sha256(self.rules_code)}
+            config: dict[str, Any] = {
+                "rules_code": self.rules_code,
+                "sha256": rules_sha256(self.rules_code),
+            }
+            if values:
+                config["knobs"] = dict(values)
             components.append(ComponentSpec("rules", config))
         for task_id in self.link_task_ids:
             second = HarnessSpec(BridgeSpec(base.bridge.name, task_id, dict(base.bridge.options)))
             components.append(
                 ComponentSpec("link", {"mode": "sequential", "second": second.to_dict()})
             )
+        components.extend(ComponentSpec.from_dict(c) for c in self.components)
         return HarnessSpec(base.bridge, tuple(components), base.lineage)
 
     def is_empty(self) -> bool:
         """Whether the candidate changes nothing."""
-        return not self.in_env_actions and self.rules_code is None and not self.link_task_ids
+        return (
+            not self.in_env_actions
+            and self.rules_code is None
+            and not self.link_task_ids
+            and not self.components
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The candidate as a plain dict."""
@@ -127,19 +187,31 @@ class Verdict:
     """The validator's decision on one candidate.
 
     Attributes:
-        decision: ``accept``, ``refine`` (try again with feedback) or ``reject`` (give up).
+        decision: ``accept``, ``refine`` (try again with feedback), ``undecided`` (the budget
+            ran out before the judge was sure either way) or ``reject`` (give up).
         reason: Why, in a sentence the writer can act on.
-        stats: The candidate's rollout statistics as a dict.
-        rollouts: How many validation rollouts were spent (fewer than K when stopped early).
-        early_stopped: Whether validation stopped before K rollouts because the decision could
-            no longer change.
+        stats: The final setting's rollout statistics as a dict (the rollouts judged).
+        rollouts: Policy rollouts the validation spent (every knob setting included).
+        early_stopped: Whether the judge decided before the candidate's rollout budget ran out.
+        side: For a refine, ``too_easy`` (make it harder or longer) or ``too_hard``; ``None``
+            when the verdict has no side.
+        judgement: The judge's :class:`~envharness.graph.judge.Judgement` as a dict (n,
+            successes, interval, posterior probability, p-value, effect).
+        knobs: The final knob values (empty without knobs).
+        seeds: The seeds of the rollouts judged.
+        calibration: Every knob setting sampled: values, n, successes, the judge's decision.
     """
 
-    decision: Literal["accept", "refine", "reject"]
+    decision: Literal["accept", "refine", "undecided", "reject"]
     reason: str
     stats: dict[str, Any] = field(default_factory=dict)
     rollouts: int = 0
     early_stopped: bool = False
+    side: Literal["too_easy", "too_hard"] | None = None
+    judgement: dict[str, Any] | None = None
+    knobs: dict[str, float] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a plain dict."""

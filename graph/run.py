@@ -36,7 +36,8 @@ class TaskResult:
 
     Attributes:
         task_id: The task.
-        status: ``accepted``, ``rejected``, ``awaiting_approval`` or ``failed``.
+        status: ``accepted``, ``rejected``, ``undecided`` (the rollout budget ran out before a
+            sure decision), ``awaiting_approval`` or ``failed``.
         reason: The last verdict's reason (or the error).
         iterations: Write→validate iterations used.
         rollouts: Rollouts spent (baseline and validation).
@@ -91,6 +92,9 @@ def _settings(bridge: str, context: RiggerContext, options: dict[str, Any]) -> d
         "k_observe": context.k_observe,
         "k_validate": context.k_validate,
         "max_iterations": context.max_iterations,
+        "confidence": context.confidence,
+        "max_rollouts": context.max_rollouts,
+        "min_effect": context.min_effect,
         "seed": context.seed,
     }
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 __all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerState"]
 
-RigStatus = Literal["running", "accepted", "rejected"]
+RigStatus = Literal["running", "accepted", "rejected", "undecided"]
 
 
 class Attempt(TypedDict):
@@ -52,13 +52,16 @@ class RiggerState(TypedDict, total=False):
         base_spec: The spec being rigged, as a dict.
         baseline: Run-store keys of the observe rollouts (accumulates).
         baseline_stats: Their :class:`~envharness.rollout.RolloutStats` as a dict.
+        baseline_outcomes: Their :class:`~envharness.graph.judge.Outcomes` as a dict.
+        next_seed: The first rollout seed no earlier step of this task's rig used.
+        seeds: Every rollout seed this task's rig used (accumulates).
         diagnosis: The :class:`~envharness.graph.records.Diagnosis` as a dict.
         candidate: The writer's latest candidate as a dict (``None`` when it had none).
         candidate_designer: Who wrote it.
         candidate_model_calls: Model calls spent writing it.
         attempts: Every write→validate iteration (accumulates).
         iteration: Iterations started so far.
-        status: ``running``, ``accepted`` or ``rejected``.
+        status: ``running``, ``accepted``, ``rejected`` or ``undecided``.
         accepted_spec: The accepted harness spec with lineage, as a dict.
         rollouts: Policy rollouts spent on this task (accumulates); the validator's privileged
             oracle checks are not counted (nor stored).
@@ -69,6 +72,9 @@ class RiggerState(TypedDict, total=False):
     base_spec: dict[str, Any]
     baseline: Annotated[list[str], operator.add]
     baseline_stats: dict[str, Any]
+    baseline_outcomes: dict[str, Any]
+    next_seed: int
+    seeds: Annotated[list[int], operator.add]
     diagnosis: dict[str, Any]
     candidate: dict[str, Any] | None
     candidate_designer: str

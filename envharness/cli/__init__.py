@@ -7,6 +7,7 @@ Commands:
     ``envharness play --harness spec.json``     the same over a saved harness stack
     ``envharness check-bridge NAME``            the conformance suite on one task
     ``envharness rollout NAME --policy P``      K episodes on each of N tasks, stored and summarized
+    ``envharness audit RUN``                    re-measure a rig's accepted harnesses on fresh seeds
 
 Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red line
 ``error: ...`` and exit code 2; ``check-bridge`` exits with 1 when the bridge fails a check.
@@ -14,7 +15,7 @@ Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red 
 
 from __future__ import annotations
 
-from envharness.cli import envs, report, rig, rollout  # noqa: F401 - registers the commands
+from envharness.cli import audit, envs, report, rig, rollout  # noqa: F401 - registers the commands
 from envharness.cli._app import app
 
 __all__ = ["app"]

@@ -8,12 +8,14 @@ reward, the termination flags and ``evaluate()`` always come from the bridge's o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from envharness.core import Action, ActionableEnv, StepResult
 from envharness.errors import EnvHarnessError, EpisodeError, RulesError
 from envharness.harness.base import EnvHarness
-from envharness.sandbox import RulesSandbox, RulesSession, SandboxLimits
+from envharness.harness.knobs import apply_knobs
+from envharness.sandbox import RulesSandbox, RulesSession, SandboxLimits, rules_sha256
 
 __all__ = ["Rules"]
 
@@ -36,6 +38,8 @@ class Rules(EnvHarness):
     Args:
         env: The env to put rules around.
         rules_code: Python source defining ``class _Rules``.
+        knobs: Values for the code's knobs (upper-case module-level numeric constants, see
+            :mod:`envharness.harness.knobs`), e.g. ``{"DROP_P": 0.45}``.
         limits: Sandbox limits (per-call timeout, CPU, memory); defaults are safe.
 
     Example:
@@ -53,13 +57,22 @@ class Rules(EnvHarness):
     component_type = "rules"
 
     def __init__(
-        self, env: ActionableEnv, rules_code: str, *, limits: SandboxLimits | None = None
+        self,
+        env: ActionableEnv,
+        rules_code: str,
+        *,
+        knobs: Mapping[str, float] | None = None,
+        limits: SandboxLimits | None = None,
     ) -> None:
         super().__init__(env)
         if not isinstance(rules_code, str):
             raise RulesError(f"expected rules_code to be a str, got {type(rules_code).__name__}")
+        if knobs is not None and not isinstance(knobs, Mapping):
+            raise RulesError(f"expected knobs to be a dict, got {type(knobs).__name__}")
         self.rules_code = rules_code
-        self._sandbox = RulesSandbox(rules_code, limits=limits)
+        self.knobs = dict(knobs or {})
+        self._sha256 = rules_sha256(rules_code)
+        self._sandbox = RulesSandbox(apply_knobs(rules_code, self.knobs), limits=limits)
         self._session: RulesSession | None = None
         self._observation: str | None = None
 
@@ -70,12 +83,15 @@ class Rules(EnvHarness):
 
     @property
     def rules_sha256(self) -> str:
-        """The SHA-256 of the rules code (stored in specs)."""
-        return self._sandbox.info.sha256
+        """The SHA-256 of the rules code as written, knobs unapplied (stored in specs)."""
+        return self._sha256
 
     def component_config(self) -> dict[str, Any]:
-        """The rules code and its hash."""
-        return {"rules_code": self.rules_code, "sha256": self.rules_sha256}
+        """The rules code, its hash, and the knob values that override its constants."""
+        config: dict[str, Any] = {"rules_code": self.rules_code, "sha256": self.rules_sha256}
+        if self.knobs:
+            config["knobs"] = dict(self.knobs)
+        return config
 
     @classmethod
     def from_config(cls, env: ActionableEnv, config: dict[str, Any]) -> Rules:
@@ -83,7 +99,7 @@ class Rules(EnvHarness):
         from envharness.harness.spec import check_rules_hash
 
         check_rules_hash(config)
-        return cls(env, config["rules_code"])
+        return cls(env, config["rules_code"], knobs=config.get("knobs"))
 
     # -- episode ---------------------------------------------------------------------------------
 

@@ -10,16 +10,9 @@ Used by EnvRigger when no model is configured, and honest about it: diagnoses ha
 - :class:`HeuristicDesigner` — ``propose(context, diagnosis, objective, attempts)``: a
   deterministic bracketing search over the templates, steered by the verdicts.
 - :mod:`~envharness.graph.heuristic.templates` — the templates (Setups, Rules code, Links).
-- :func:`heuristic_search` — the whole observe → diagnose → write → validate loop without
-  LangGraph, for tests and benchmarks.
 
-Example:
-    >>> from envharness.harness.spec import BridgeSpec, HarnessSpec
-    >>> from envharness.rollout import OraclePolicyFactory
-    >>> spec = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
-    >>> accepted, attempts = heuristic_search(spec, OraclePolicyFactory(1.0), "sr:0.4-0.6")
-    >>> accepted.template, len(attempts)
-    ('drop_actions(0.45)', 1)
+Search that tunes numbers is not here: a template with a dial (``drop_actions``) declares it as
+a knob, and the validator calibrates it by statistics (:mod:`envharness.graph.judge`).
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ from envharness.graph.heuristic.designer import HeuristicDesigner
 from envharness.graph.heuristic.diagnose import diagnosis_direction, heuristic_diagnosis
 from envharness.graph.heuristic.ladder import Target, candidate_key
 from envharness.graph.heuristic.rules_code import PART_KINDS, RulePart, parts_of, render_rules
-from envharness.graph.heuristic.search import heuristic_search, play
 from envharness.graph.heuristic.templates import (
     answer_invalid_with_options,
     block_repeated_action,
@@ -71,7 +63,4 @@ __all__ = [
     "RulePart",
     "parts_of",
     "render_rules",
-    # the loop without LangGraph
-    "heuristic_search",
-    "play",
 ]

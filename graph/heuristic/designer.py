@@ -46,7 +46,7 @@ from envharness.graph.heuristic.ladder import (
     predict,
     smoothed_rate,
 )
-from envharness.graph.heuristic.rules_code import parts_of, render_rules
+from envharness.graph.heuristic.rules_code import DROP_KNOB, parts_of, render_rules
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict
 
@@ -304,11 +304,14 @@ def _placed(
         i = index.get(candidate_key(rest))
         if i is None:
             continue
-        side = target.side(verdict.stats, base_successes)
-        if side == "on" and verdict.decision != "accept":
-            # On target by the numbers, yet refined: the validator's words decide.
-            fallback: Side = "easy" if verdict.stats.get("successes") else "hard"
-            side = _side_from_reason(verdict.reason, fallback)
+        p = float(verdict.knobs.get(DROP_KNOB, p))
+        side: Side
+        if verdict.side is not None:
+            side = "easy" if verdict.side == "too_easy" else "hard"
+        elif verdict.decision == "accept":
+            side = "on"
+        else:  # undecided (or refined without a side): read the numbers
+            side = target.side(verdict.stats, base_successes)
         results.append(_Result(i, p, side, verdict.stats))
     return results
 
@@ -329,16 +332,6 @@ def _split_drop(candidate: Candidate) -> tuple[Candidate, float] | None:
         link_task_ids=candidate.link_task_ids,
     )
     return stripped, float(drops[0].params["probability"]) if drops else 0.0
-
-
-def _side_from_reason(reason: str, default: Side) -> Side:
-    """The side a refine verdict's words point to."""
-    text = reason.lower()
-    if any(w in text for w in ("too easy", "too short", "harden more")):
-        return "easy"
-    if any(w in text for w in ("too hard", "too long", "unsolvable", "scaffold more")):
-        return "hard"
-    return default
 
 
 def _with_drop(context: DesignContext, candidate: Candidate, p: float) -> Candidate:

@@ -7,13 +7,35 @@ from typing import Any
 
 from envharness.core import Action
 from envharness.errors import EnvHarnessError, RiggerError
-from envharness.graph.decision import auto_direction
 from envharness.graph.objective import Objective
 from envharness.graph.records import Diagnosis, Weakness
 from envharness.rollout.stats import RolloutStats, failure_category, find_loop, wilson_interval
 from envharness.rollout.trajectory import Step, Trajectory
 
-__all__ = ["BEHAVIOUR_FAILURES", "diagnosis_direction", "heuristic_diagnosis"]
+__all__ = [
+    "BEHAVIOUR_FAILURES",
+    "HARDEN_ABOVE",
+    "SCAFFOLD_BELOW",
+    "auto_direction",
+    "diagnosis_direction",
+    "heuristic_diagnosis",
+]
+
+SCAFFOLD_BELOW = 0.2
+"""``auto`` scaffolds a task whose baseline success rate is at most this."""
+
+HARDEN_ABOVE = 0.8
+"""``auto`` hardens a task whose baseline success rate is at least this."""
+
+
+def auto_direction(baseline: RolloutStats) -> str:
+    """What ``auto`` does with a baseline: ``scaffold``, ``harden`` or ``fix-behaviour``."""
+    if baseline.success_rate <= SCAFFOLD_BELOW:
+        return "scaffold"
+    if baseline.success_rate >= HARDEN_ABOVE:
+        return "harden"
+    return "fix-behaviour"
+
 
 BEHAVIOUR_FAILURES: tuple[str, ...] = ("loop", "invalid_actions", "blocked")
 """Failure categories that point at the policy's behaviour rather than the task's difficulty."""
@@ -44,7 +66,7 @@ def diagnosis_direction(stats: RolloutStats, objective: Objective) -> tuple[str,
     """The direction the baseline calls for, and why.
 
     ``auto`` (and a plain-language deficiency, which the heuristic reads as ``auto``) follows
-    :func:`~envharness.graph.decision.auto_direction`; a middling baseline is a ``fix-behaviour``
+    :func:`auto_direction`; a middling baseline is a ``fix-behaviour``
     case only when loops, invalid or blocked actions cause at least half of its failures,
     otherwise it is scaffolded (success at most 50%) or hardened, whichever K rollouts can show
     (a Wilson interval clear of the baseline rate). A success band scaffolds below

@@ -46,14 +46,26 @@ MAX_LINKS = 3
 
 
 def candidate_key(candidate: Candidate) -> str:
-    """What makes two candidates the same harness (rationale and template name aside).
+    """What makes two candidates the same harness (rationale, template name and knob values aside).
+
+    Two candidates that differ only in where their knobs start are one structure: the validator
+    calibrates the knob either way.
 
     Example:
         >>> candidate_key(Candidate(rationale="a")) == candidate_key(Candidate(rationale="b"))
         True
     """
+    code = candidate.rules_code
+    names = sorted(k["name"] for k in candidate.knobs)
+    if code is not None and names:
+        from envharness.harness.knobs import apply_knobs, rules_knobs
+
+        declared = rules_knobs(code)
+        code = apply_knobs(code, {n: 0 for n in names if n in declared})
+        if code.startswith("# envharness heuristic rule parts: "):
+            code = code.split("\n", 1)[1]  # the header repeats the parameters
     return json.dumps(
-        [candidate.in_env_actions, candidate.rules_code, candidate.link_task_ids],
+        [candidate.in_env_actions, code, candidate.link_task_ids, candidate.components, names],
         sort_keys=True,
         default=str,
     )

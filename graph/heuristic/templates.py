@@ -31,8 +31,12 @@ from typing import Any
 from envharness.core import Action, ToolSpec
 from envharness.errors import RiggerError
 from envharness.graph.heuristic.design_context import DesignContext
-from envharness.graph.heuristic.rules_code import RulePart, parts_of, render_rules
+from envharness.graph.heuristic.rules_code import DROP_KNOB, RulePart, parts_of, render_rules
+from envharness.graph.judge.calibration import Knob
 from envharness.graph.records import Candidate
+
+DROP_MAX = 0.9
+"""The largest drop probability the calibrated ``DROP_P`` knob may reach."""
 
 __all__ = [
     "INVALID_MARKERS",
@@ -466,11 +470,14 @@ def drop_actions(context: DesignContext, probability: float) -> Candidate:
     probability = round(float(probability), 4)
     del context  # the rule needs nothing from the task
     feedback = "That action failed this time and was not carried out; try again."
-    return _rules_candidate(
+    candidate = _rules_candidate(
         f"drop_actions({probability:g})",
         [RulePart("drop_actions", {"probability": probability, "feedback": feedback})],
-        f"each action fails with probability {probability:g} (the agent must notice and retry)",
+        f"each action fails with probability {probability:g} (the agent must notice and retry); "
+        f"the validator calibrates {DROP_KNOB} in 0-{DROP_MAX:g}",
     )
+    candidate.knobs = [Knob(DROP_KNOB, 0.0, DROP_MAX, "high", min(probability, DROP_MAX)).to_dict()]
+    return candidate
 
 
 def combine(*candidates: Candidate, rationale: str | None = None) -> Candidate:
@@ -489,6 +496,7 @@ def combine(*candidates: Candidate, rationale: str | None = None) -> Candidate:
     actions: list[dict[str, Any]] = []
     parts: list[RulePart] = []
     links: list[str] = []
+    knobs: list[dict[str, Any]] = []
     for candidate in candidates:
         actions.extend(dict(a) for a in candidate.in_env_actions)
         try:
@@ -496,6 +504,7 @@ def combine(*candidates: Candidate, rationale: str | None = None) -> Candidate:
         except ValueError as e:
             raise RiggerError(f"cannot combine {candidate.template or 'a candidate'}: {e}") from e
         links.extend(t for t in candidate.link_task_ids if t not in links)
+        knobs.extend(k for k in candidate.knobs if k["name"] not in {j["name"] for j in knobs})
     name = " + ".join(c.template or "custom" for c in candidates)
     reasons = "; ".join(c.rationale.removeprefix("heuristic template ") for c in candidates)
     return Candidate(
@@ -504,4 +513,5 @@ def combine(*candidates: Candidate, rationale: str | None = None) -> Candidate:
         link_task_ids=links,
         rationale=rationale or _rationale(name, f"stacked: {reasons}"),
         template=name,
+        knobs=knobs,
     )

@@ -46,8 +46,9 @@ def task_seed(context: RiggerContext, task_id: str) -> int:
 
     Policies draw their randomness from the episode seed, so giving every task the same seeds
     would make their episodes go alike (the same coin flips on every task); a per-task offset
-    decorrelates tasks while baseline and validation of one task still share seeds (common
-    random numbers make the comparison sharper).
+    decorrelates tasks. Within a task, seeds run upward from here and none is used twice: the
+    baseline takes the first ``k_observe``, each validation batch the next free ones (the
+    state's ``next_seed``), so no candidate is chosen and confirmed on the same episodes.
     """
     offset = int(hashlib.sha256(task_id.encode("utf-8")).hexdigest()[:8], 16) % 100_000
     return context.seed + 1000 * offset

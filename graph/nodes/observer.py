@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from envharness.graph.context import RiggerContext
+from envharness.graph.judge.decisions import Outcomes
 from envharness.graph.nodes._common import play, task_seed
 from envharness.graph.state import RiggerState
 from envharness.harness.spec import HarnessSpec
@@ -24,6 +25,9 @@ def observer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, A
     return {
         "baseline": keys,
         "baseline_stats": RolloutStats.from_trajectories(trajectories).to_dict(),
+        "baseline_outcomes": Outcomes.from_trajectories(trajectories).to_dict(),
+        "next_seed": first + context.k_observe,
+        "seeds": list(range(first, first + context.k_observe)),
         "rollouts": len(trajectories),
         "iteration": 0,
         "status": "running",

@@ -1,4 +1,4 @@
-"""The router after ``validator``: accept → END, refine → ``writer``, reject → END."""
+"""The router after ``validator``: accept → END, refine → ``writer``, reject/undecided → END."""
 
 from __future__ import annotations
 
@@ -16,6 +16,6 @@ def route_after_validator(state: RiggerState) -> Literal["writer", "__end__"]:
 
     The validator has already turned a refine with no iterations left into a reject.
     """
-    if state.get("status") in ("accepted", "rejected"):
+    if state.get("status") in ("accepted", "rejected", "undecided"):
         return END
     return "writer"

@@ -1,4 +1,12 @@
-"""``validator``: K fresh rollouts on the candidate, judged by statistics, with early stopping."""
+"""``validator``: fresh rollouts of the candidate, judged sequentially, its knob calibrated.
+
+Every rollout here uses seeds no earlier step of the task's rig used (the state's
+``next_seed``); :func:`~envharness.graph.judge.validate_candidate` looks at the data after
+every batch of ``k_validate`` and stops as soon as the judge is sure, moving the candidate's
+first knob by the pooled monotone model when a setting misses. A candidate whose budget
+(``max_rollouts``) runs out without a sure decision is *undecided*; a task whose iterations end
+with undecided candidates and none accepted ends ``undecided`` (``RUN/undecided/<task>.json``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +17,10 @@ from langgraph.types import interrupt
 
 from envharness.errors import BridgeError, EnvHarnessError
 from envharness.graph.context import RiggerContext
-from envharness.graph.decision import decide, settled
-from envharness.graph.nodes._common import executor_width, load_trajectories, play, task_seed
-from envharness.graph.objective import Objective
-from envharness.graph.outputs import accepted_path, rejected_path, write_json
+from envharness.graph.judge.decisions import Outcomes
+from envharness.graph.judge.sequential import validate_candidate
+from envharness.graph.nodes._common import play
+from envharness.graph.outputs import accepted_path, rejected_path, undecided_path, write_json
 from envharness.graph.records import Candidate, Verdict
 from envharness.graph.state import Attempt, RiggerState
 from envharness.harness.spec import HarnessSpec, Lineage
@@ -51,7 +59,7 @@ def _oracle_solves(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> bool | None
 def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
     """Why the candidate looks unsolvable to the bridge's own oracle, or ``None``.
 
-    A privileged sanity check before spending K policy rollouts: a harness that even the oracle
+    A privileged sanity check before spending policy rollouts: a harness that even the oracle
     cannot get through on any of a few seeds teaches nothing. It only counts when the oracle
     solves the task without the harness (in stochastic domains it may fail either way), and it
     is skipped for bridges without an oracle. The oracle's rollouts are neither stored nor
@@ -69,25 +77,6 @@ def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
     )
 
 
-def _validate(
-    context: RiggerContext,
-    spec: HarnessSpec,
-    direction: str,
-    baseline: RolloutStats,
-    first_seed: int,
-) -> tuple[list[Trajectory], list[str]]:
-    trajectories: list[Trajectory] = []
-    keys: list[str] = []
-    k, width = context.k_validate, executor_width(context)
-    objective: Objective = context.objective  # type: ignore[assignment]
-    while len(trajectories) < k and not settled(objective, direction, baseline, trajectories, k):
-        n = min(width, k - len(trajectories))
-        batch, batch_keys = play(context, spec, n, first_seed=first_seed + len(trajectories))
-        trajectories += batch
-        keys += batch_keys
-    return trajectories, keys
-
-
 def _lineage(
     state: RiggerState,
     context: RiggerContext,
@@ -95,6 +84,7 @@ def _lineage(
     verdict: Verdict,
     iteration: int,
     rollouts: int,
+    seeds: list[int],
 ) -> Lineage:
     base = HarnessSpec.from_dict(state["base_spec"])
     return Lineage(
@@ -107,6 +97,13 @@ def _lineage(
             "baseline": state["baseline_stats"],
             "candidate": verdict.stats,
             "verdict": verdict.reason,
+            "judgement": verdict.judgement,
+            "judge": context.judge_settings.to_dict(),
+            "knobs": verdict.knobs,
+            "calibration": verdict.calibration,
+            "confirmation_seeds": verdict.seeds,
+            "seeds": sorted(seeds),
+            "base_spec": base.to_dict(),
             "iterations": iteration,
             "rollouts": rollouts,
             "designer": state.get("candidate_designer", "heuristic"),
@@ -116,35 +113,88 @@ def _lineage(
     )
 
 
+def _validate(
+    context: RiggerContext, state: RiggerState, candidate: Candidate, base: HarnessSpec
+) -> tuple[Verdict, list[str], int]:
+    """Runs the sequential validation; returns the verdict, the run-store keys and next seed."""
+    keys: list[str] = []
+    judged: dict[int, Trajectory] = {}
+
+    def sample(values: dict[str, float], first_seed: int, n: int) -> Outcomes:
+        spec = candidate.apply(base, values)
+        trajectories, batch_keys = play(context, spec, n, first_seed=first_seed)
+        keys.extend(batch_keys)
+        judged.update((t.seed, t) for t in trajectories)
+        return Outcomes.from_trajectories(trajectories)
+
+    run = validate_candidate(
+        context.objective,
+        state["diagnosis"]["direction"],
+        Outcomes.from_dict(state["baseline_outcomes"]),
+        sample,
+        first_seed=state["next_seed"],
+        settings=context.judge_settings,
+        knobs=candidate.knob_specs(),
+    )
+    final = run.settings[-1] if run.settings else None
+    seeds = list(final.seeds) if final is not None else []
+    stats = RolloutStats.from_trajectories(judged[s] for s in seeds)
+    verdict = Verdict(
+        run.decision,
+        run.judgement.reason,
+        stats.to_dict(),
+        rollouts=run.rollouts,
+        early_stopped=run.decision != "undecided",
+        side=run.judgement.side if run.decision == "refine" else None,
+        judgement=run.judgement.to_dict(),
+        knobs=dict(run.values),
+        seeds=seeds,
+        calibration=[
+            {
+                "values": s.values,
+                "n": s.outcomes.n,
+                "successes": s.outcomes.successes,
+                "decision": s.judgement.decision,
+                "probability": s.judgement.probability,
+            }
+            for s in run.settings
+        ],
+    )
+    return verdict, keys, run.next_seed
+
+
+def _best_undecided(attempts: list[Attempt]) -> Attempt | None:
+    """The undecided attempt whose claim came closest to the confidence."""
+    undecided = [a for a in attempts if a["verdict"]["decision"] == "undecided"]
+    if not undecided:
+        return None
+    return max(
+        undecided, key=lambda a: (a["verdict"].get("judgement") or {}).get("probability") or 0.0
+    )
+
+
 def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
-    """Validates the writer's candidate and decides: accept, refine, or reject."""
+    """Validates the writer's candidate and decides: accept, refine, undecided or reject."""
     context = runtime.context
     iteration = state.get("iteration", 1)
-    baseline = RolloutStats.from_dict(state["baseline_stats"])
-    direction = state["diagnosis"]["direction"]
     raw = state.get("candidate")
     spec: HarnessSpec | None = None
     keys: list[str] = []
-    spent = 0
+    next_seed = state["next_seed"]
+    candidate = None
     if raw is None:
         verdict = Verdict("reject", "the designer had no further candidate to propose")
-        candidate = None
     else:
         candidate = Candidate.from_dict(raw)
         base = HarnessSpec.from_dict(state["base_spec"])
-        spec = candidate.apply(base)
-        if candidate.is_empty():  # nothing to change: judge the baseline itself
-            keys = list(state["baseline"])
-            trajectories = load_trajectories(context, keys)
-            verdict = decide(context.objective, direction, baseline, trajectories)
-        elif (problem := _oracle_problem(spec, base)) is not None:
-            verdict = Verdict("refine", problem)
+        problem = None if candidate.is_empty() else _oracle_problem(candidate.apply(base), base)
+        if problem is not None:
+            verdict = Verdict("refine", problem, side="too_hard")
         else:
-            first = task_seed(context, state["task_id"])
-            trajectories, keys = _validate(context, spec, direction, baseline, first)
-            spent = len(trajectories)  # policy rollouts; the oracle's check is not counted
-            verdict = decide(context.objective, direction, baseline, trajectories)
-            verdict.early_stopped = len(trajectories) < context.k_validate
+            verdict, keys, next_seed = _validate(context, state, candidate, base)
+            spec = candidate.apply(base, verdict.knobs)
+    spent = verdict.rollouts
+    used = list(range(state["next_seed"], next_seed))
     if verdict.decision == "accept" and context.require_approval:
         approved = interrupt(
             {
@@ -156,14 +206,13 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         )
         if not approved:
             verdict = Verdict("refine", "a human refused the candidate", verdict.stats, spent)
-    if verdict.decision == "refine" and iteration >= context.max_iterations:
-        verdict = Verdict(
-            "reject",
-            f"{verdict.reason} (no iterations left: {iteration}/{context.max_iterations})",
-            verdict.stats,
-            verdict.rollouts,
-            verdict.early_stopped,
+    out_of_iterations = iteration >= context.max_iterations
+    if verdict.decision in ("refine", "undecided") and out_of_iterations:
+        verdict.reason = (
+            f"{verdict.reason} (no iterations left: {iteration}/{context.max_iterations})"
         )
+        if verdict.decision == "refine":
+            verdict.decision = "reject"
     attempt: Attempt = {
         "iteration": iteration,
         "candidate": raw,
@@ -173,25 +222,37 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         "designer": state.get("candidate_designer", "heuristic"),
         "model_calls": state.get("candidate_model_calls", 0),
     }
-    update: dict[str, Any] = {"attempts": [attempt], "rollouts": spent}
+    update: dict[str, Any] = {
+        "attempts": [attempt],
+        "rollouts": spent,
+        "next_seed": next_seed,
+        "seeds": used,
+    }
     rollouts = state.get("rollouts", 0) + spent
+    attempts = [*state.get("attempts", []), attempt]
+    ending = verdict.decision == "reject" or (verdict.decision == "undecided" and out_of_iterations)
     if verdict.decision == "accept":
         assert spec is not None and candidate is not None
-        lineage = _lineage(state, context, candidate, verdict, iteration, rollouts)
+        seeds = [*state.get("seeds", []), *used]
+        lineage = _lineage(state, context, candidate, verdict, iteration, rollouts, seeds)
         accepted = spec.with_lineage(lineage).to_dict()
         write_json(accepted_path(context.run_dir, state["task_id"]), accepted)
         update |= {"status": "accepted", "accepted_spec": accepted}
-    elif verdict.decision == "reject":
-        write_json(
-            rejected_path(context.run_dir, state["task_id"]),
-            {
-                "task_id": state["task_id"],
-                "objective": str(context.objective),
-                "diagnosis": state["diagnosis"],
-                "baseline": state["baseline_stats"],
-                "attempts": [*state.get("attempts", []), attempt],
-                "reason": verdict.reason,
-            },
-        )
-        update |= {"status": "rejected", "accepted_spec": None}
+    elif ending:
+        best = _best_undecided(attempts)
+        record = {
+            "task_id": state["task_id"],
+            "objective": str(context.objective),
+            "diagnosis": state["diagnosis"],
+            "baseline": state["baseline_stats"],
+            "attempts": attempts,
+            "reason": verdict.reason,
+        }
+        if best is not None:
+            record["best"] = best
+            write_json(undecided_path(context.run_dir, state["task_id"]), record)
+            update |= {"status": "undecided", "accepted_spec": None}
+        else:
+            write_json(rejected_path(context.run_dir, state["task_id"]), record)
+            update |= {"status": "rejected", "accepted_spec": None}
     return update

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -51,6 +52,21 @@ def _feedback(history: list[tuple[Candidate, Verdict]]) -> str | None:
     return "\n".join(lines)
 
 
+def _steered(diagnosis: Diagnosis, history: list[tuple[Candidate, Verdict]]) -> Diagnosis:
+    """The diagnosis, its direction set by the fresh rollouts when "nothing to change" missed.
+
+    A baseline diagnosed as already on target is confirmed on fresh seeds first; when that
+    confirmation refines the empty candidate, its side says which way to go.
+    """
+    if diagnosis.direction != "none" or not history:
+        return diagnosis
+    side = next((v.side for _, v in reversed(history) if v.side is not None), None)
+    if side is None:
+        return diagnosis
+    direction = "harden" if side == "too_easy" else "scaffold"
+    return replace(diagnosis, direction=direction)
+
+
 def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
     """Writes the next candidate, steered by the diagnosis and the previous verdicts."""
     context = runtime.context
@@ -60,6 +76,7 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
     history = _history(state)
     designer = context.model_name("writer")
     calls = 0
+    diagnosis = _steered(diagnosis, history)
     if diagnosis.direction == "none":
         candidate: Candidate | None = Candidate(rationale=_NOTHING_TO_CHANGE, template="none")
     elif context.uses_heuristic("writer"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import EnvHarnessError, RiggerError
+from envharness.graph.judge.audit import load_audit
 from envharness.graph.objective import Objective
 from envharness.graph.report.records import UNFINISHED, RunSummary, TaskSummary
 from envharness.graph.run import CHECKPOINTS_FILE, SETTINGS_FILE
@@ -59,8 +60,23 @@ def _from_accepted(path: Path, settings: Mapping[str, Any]) -> TaskSummary:
     )
 
 
+def _best(record: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """An undecided record's best candidate: its statistics and template (may be empty)."""
+    best = record.get("best")
+    if not isinstance(best, Mapping):
+        return {}, None
+    verdict = best.get("verdict") if isinstance(best.get("verdict"), Mapping) else {}
+    candidate = best.get("candidate") if isinstance(best.get("candidate"), Mapping) else {}
+    stats = best.get("stats") or verdict.get("stats") or best.get("candidate_stats") or {}
+    template = best.get("template") or candidate.get("template")
+    return (dict(stats) if isinstance(stats, Mapping) else {}), template
+
+
 def _from_attempts(task_id: str, status: str, record: Mapping[str, Any]) -> TaskSummary:
-    """A task from a rejected file or a checkpoint's values (both hold baseline and attempts)."""
+    """A task from a rejected or undecided file, or from a checkpoint's values.
+
+    Each holds a baseline and attempts; an undecided file may add its ``best`` candidate.
+    """
     attempts = list(record.get("attempts") or [])
     baseline = record.get("baseline_stats") or record.get("baseline") or {}
     if not isinstance(baseline, dict):  # a checkpoint's ``baseline`` holds trajectory keys
@@ -72,19 +88,24 @@ def _from_attempts(task_id: str, status: str, record: Mapping[str, Any]) -> Task
     tried = [a for a in attempts if a.get("candidate")]
     spent = sum((a.get("verdict") or {}).get("rollouts", 0) for a in attempts)
     calls = sum(a.get("model_calls", 0) for a in attempts)
+    final = last_measured.get("stats") or {}
+    template = tried[-1]["candidate"].get("template") if tried else None
+    best_stats, best_template = _best(record)
+    if best_stats and (status == "undecided" or not final):  # undecided: show its best
+        final, template = best_stats, best_template or template
     return TaskSummary(
         task_id=task_id,
         status=status,
         reason=record.get("reason") or (last.get("verdict") or {}).get("reason", ""),
         direction=diagnosis.get("direction"),
         baseline=baseline,
-        final=last_measured.get("stats") or {},
+        final=final,
         early_stopped=bool(last_measured.get("early_stopped", False)),
         iterations=record.get("iteration") or (last.get("iteration", 0) if last else 0),
         rollouts=baseline.get("n", 0) + spent,
         model_calls=calls + (diagnosis.get("source", "heuristic") != "heuristic"),
         designer=last.get("designer"),
-        template=(tried[-1]["candidate"].get("template") if tried else None),
+        template=template,
     )
 
 
@@ -134,7 +155,7 @@ def _merge_checkpoints(tasks: dict[str, TaskSummary], states: Mapping[str, _Stat
     """Adds the checkpointed tasks without output files; takes the rig's counters for all."""
     for task_id, (values, waiting) in states.items():
         status = values.get("status", "running")
-        if status not in ("accepted", "rejected"):
+        if status not in ("accepted", "rejected", "undecided"):
             status = "awaiting_approval" if waiting is not None else "unfinished"
         live = _from_attempts(task_id, status, values)
         if task_id not in tasks and waiting is not None:  # the verdict waits in the interrupt
@@ -185,7 +206,8 @@ def collect_run(run_dir: str | Path) -> RunSummary:
 
     Raises:
         RiggerError: If ``run_dir`` is not a rig's run directory (no ``rig.json``, or no
-            accepted, rejected or checkpointed task), or one of its files is malformed.
+            accepted, rejected, undecided or checkpointed task), or one of its files (the audit
+            included) is malformed.
     """
     run = Path(run_dir)
     if not run.is_dir():
@@ -201,14 +223,15 @@ def collect_run(run_dir: str | Path) -> RunSummary:
         raise RiggerError(f"{settings_path} holds no rig settings (expected a 'bridge' key)")
     objective = Objective.parse(str(settings.get("objective", "auto")))
     tasks: dict[str, TaskSummary] = {}
-    for path in sorted((run / "rejected").glob("*.json")):
-        record = _read_json(path)
-        if not isinstance(record, dict) or "task_id" not in record:
-            raise RiggerError(f"{path} is not a rejected-attempts record (no 'task_id')")
-        try:
-            tasks[record["task_id"]] = _from_attempts(record["task_id"], "rejected", record)
-        except (AttributeError, TypeError, KeyError) as e:
-            raise RiggerError(f"{path} is a malformed rejected-attempts record: {e!r}") from e
+    for status in ("rejected", "undecided"):
+        for path in sorted((run / status).glob("*.json")):
+            record = _read_json(path)
+            if not isinstance(record, dict) or "task_id" not in record:
+                raise RiggerError(f"{path} is not a {status}-attempts record (no 'task_id')")
+            try:
+                tasks[record["task_id"]] = _from_attempts(record["task_id"], status, record)
+            except (AttributeError, TypeError, KeyError) as e:
+                raise RiggerError(f"{path} is a malformed {status}-attempts record: {e!r}") from e
     for path in sorted((run / "accepted").glob("*.json")):
         summary = _from_accepted(path, settings)
         tasks[summary.task_id] = summary
@@ -216,7 +239,7 @@ def collect_run(run_dir: str | Path) -> RunSummary:
     _merge_checkpoints(tasks, states)
     if not tasks:
         raise RiggerError(
-            f"{run} holds no rigged task: no accepted/ or rejected/ outputs and no "
+            f"{run} holds no rigged task: no accepted/ or rejected/ (or undecided/) outputs and no "
             f"checkpointed task in {CHECKPOINTS_FILE}"
         )
     stored, store_caveat = _stored_trajectories(run)
@@ -228,4 +251,5 @@ def collect_run(run_dir: str | Path) -> RunSummary:
         trajectories_stored=stored,
         counters="checkpoints" if states else "output files",
         notes=tuple(note for note in (caveat, store_caveat) if note),
+        audit=load_audit(run),
     )

@@ -105,6 +105,86 @@ def _coverage_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
+def _interval_rate(stats: Mapping[str, Any] | None) -> str:
+    """``"55% [34-74%]"``: an audit row's rate and its interval (``-`` without a rate)."""
+    if not stats or stats.get("rate") is None:
+        return "-"
+    interval = stats.get("interval")
+    if isinstance(interval, list | tuple) and len(interval) == 2:
+        return f"{stats['rate']:.0%} [{interval[0]:.0%}-{interval[1]:.0%}]"
+    return f"{stats['rate']:.0%}"
+
+
+def _yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def _steps(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _audit_lines(summary: RunSummary, figure: list[str]) -> list[str]:
+    """The ``## Audit`` section: claimed vs audited success per accepted harness."""
+    audit = summary.audit
+    if audit is None:
+        return []
+    settings = audit.settings
+    lines = [
+        "## Audit",
+        "",
+        f"`envharness audit` re-measured {len(audit.rows)} accepted harness(es) on "
+        f"{settings.get('rollouts', '?')} fresh rollouts each with {settings.get('policy', '?')}, "
+        f"on seeds none of the task's rig rollouts used (from {settings.get('seed', '?')}; "
+        "`audit.json`).",
+        "",
+    ]
+    if not audit.rows:
+        return [*lines, "The audit holds no task.", ""]
+    steps = any(row.objective.startswith("steps:") for row in audit.rows)
+    baselines = any(row.baseline_audited is not None for row in audit.rows)
+    header: tuple[str, ...] = ("task", "claimed success", "n", "audited success (95% CI)", "n")
+    if steps:
+        header += ("claimed steps", "audited steps")
+    header += ("in band",)
+    if baselines:
+        header += ("audited baseline", "direction", "confirmed (p)")
+    rows = []
+    for row in audit.rows:
+        cells: tuple[Any, ...] = (
+            f"`{row.task_id}`",
+            _interval_rate(row.claimed),
+            row.claimed.get("n"),
+            _interval_rate(row.audited),
+            row.audited.get("n"),
+        )
+        if steps:
+            cells += (_steps(row.claimed.get("steps_mean")), _steps(row.audited.get("steps_mean")))
+        cells += (_yes_no(row.in_band),)
+        if baselines:
+            p = "" if row.p_value is None else f" (p={row.p_value:.3g})"
+            cells += (_interval_rate(row.baseline_audited), row.direction)
+            cells += (_yes_no(row.confirmed) + p if row.confirmed is not None else "-",)
+        rows.append(cells)
+    counts = audit.summary()
+    lines += [*_table(header, rows), ""]
+    lines.append(
+        "*Claimed* is the rig's own judgement at acceptance (its interval as the rig stated it); "
+        "*audited* intervals are Wilson 95%."
+    )
+    lines.append("")
+    if counts["band_measured"]:
+        lines.append(
+            f"- In band: **{counts['in_band']}/{counts['audited']}** audited harnesses "
+            f"({counts['band_measured']} with a measured value)."
+        )
+    if counts["tested"]:
+        lines.append(
+            f"- Direction confirmed: **{counts['confirmed']}/{counts['tested']}** (one-sided "
+            f"Fisher exact test vs the audited base spec, alpha {settings.get('alpha', 0.05):g})."
+        )
+    return [*lines, "", *figure]
+
+
 def _totals_rows(summary: RunSummary) -> list[tuple[Any, ...]]:
     baseline = sum(t.baseline.get("n", 0) for t in summary.tasks)
     calls = summary.total_model_calls
@@ -162,7 +242,8 @@ def render_markdown(
     lines += [*_table(header, _task_rows(summary)), ""]
     lines += [
         "*Harnessed success* is the last validated candidate on K fresh rollouts (for a task "
-        "that was not accepted, the last one measured); *stopped early* means validation "
+        "that was rejected, the last one measured; for an undecided task, whose budget ran out "
+        "before the rig could decide, its best candidate); *stopped early* means validation "
         f"stopped before K={k_validate} because the decision could no longer change. "
         "*Rollouts* count baseline and validation rollouts.",
         "",
@@ -172,6 +253,7 @@ def render_markdown(
         *_coverage_lines(summary),
         "",
         *figure("coverage", "Objective coverage"),
+        *_audit_lines(summary, figure("audit", "Claimed vs audited success per accepted harness")),
         "## Totals",
         "",
         *_table(("total", "value"), _totals_rows(summary)),

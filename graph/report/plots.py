@@ -6,17 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import DependencyNotInstalled
-from envharness.graph.report.records import PLOTS, STATUSES, RunSummary
+from envharness.graph.report.records import STATUSES, RunSummary
+from envharness.rollout.stats import wilson_interval
 
 _STATUS_COLORS = {
     "accepted": "#2e7d32",
     "rejected": "#ef6c00",
+    "undecided": "#f9a825",
     "awaiting_approval": "#6a1b9a",
     "unfinished": "#757575",
 }
 _BASELINE_COLOR = "#b0bec5"
 _VALIDATION_COLOR = "#1565c0"
 _BAND_COLOR = "#66bb6a"
+_ERROR_COLOR = "#424242"
 
 __all__ = ["render_plots"]
 
@@ -44,7 +47,16 @@ def _task_axis(ax: Any, summary: RunSummary) -> list[int]:
     return x
 
 
+def _wilson(stats: dict[str, Any]) -> tuple[float, float] | None:
+    """The Wilson 95% interval of a stats dict's success rate (``None`` without counts)."""
+    k, n = stats.get("successes"), stats.get("n")
+    if not (isinstance(k, int) and isinstance(n, int)) or not 0 <= k <= n or n == 0:
+        return None
+    return wilson_interval(k, n)
+
+
 def _plot_success(fig: Any, summary: RunSummary) -> None:
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import PercentFormatter
 
@@ -63,8 +75,21 @@ def _plot_success(fig: Any, summary: RunSummary) -> None:
                 ax.text(i + offset, 0.02, "n/a", ha="center", fontsize=8, color="#616161")
                 continue
             ax.bar(i + offset, rate, width, color=color, edgecolor="white")
+            interval, top = _wilson(stats), rate
+            if interval is not None:
+                low, high = min(interval[0], rate), max(interval[1], rate)
+                ax.errorbar(
+                    i + offset,
+                    rate,
+                    yerr=[[rate - low], [high - rate]],
+                    fmt="none",
+                    ecolor=_ERROR_COLOR,
+                    elinewidth=1,
+                    capsize=3,
+                )
+                top = high
             label = f"{stats.get('successes', '?')}/{stats.get('n', '?')}"
-            ax.text(i + offset, rate + 0.02, label, ha="center", va="bottom", fontsize=8)
+            ax.text(i + offset, top + 0.02, label, ha="center", va="bottom", fontsize=8)
     handles = [Patch(color=_BASELINE_COLOR, label="baseline")]
     handles += [
         Patch(color=_STATUS_COLORS[s], label=f"harnessed ({s.replace('_', ' ')})")
@@ -73,6 +98,9 @@ def _plot_success(fig: Any, summary: RunSummary) -> None:
     ]
     if summary.objective.kind == "success_band":
         handles.append(Patch(color=_BAND_COLOR, alpha=0.3, label=f"band {summary.objective}"))
+    handles.append(
+        Line2D([], [], color=_ERROR_COLOR, marker="_", ms=8, lw=1, label="Wilson 95% interval")
+    )
     ax.set_ylim(0, 1.15)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylabel("success rate")
@@ -183,18 +211,103 @@ def _plot_rollouts(fig: Any, summary: RunSummary) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
 
 
+def _errors(value: float, interval: Any) -> list[list[float]]:
+    """``[[below], [above]]`` error-bar lengths of ``value`` from an interval (0 without one)."""
+    if not (isinstance(interval, list | tuple) and len(interval) == 2):
+        return [[0.0], [0.0]]
+    return [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]]
+
+
+def _plot_audit(fig: Any, summary: RunSummary) -> None:
+    """Claimed vs audited success rate per accepted harness, intervals on both axes."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import PercentFormatter
+
+    audit = summary.audit
+    if audit is None:  # render_plots draws this plot only with audit data
+        raise ValueError("the audit plot needs audit data (RUN/audit.json)")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], ls="--", color="#9e9e9e", lw=1, zorder=0)
+    handles: list[Any] = [Line2D([], [], ls="--", color="#9e9e9e", label="claimed = audited")]
+    band = summary.objective.kind == "success_band"
+    if band:
+        low, high = summary.objective.low, summary.objective.high
+        ax.axhspan(low, high, color=_BAND_COLOR, alpha=0.15, zorder=0)
+        ax.axvspan(low, high, color=_BAND_COLOR, alpha=0.07, zorder=0)
+        handles.append(Patch(color=_BAND_COLOR, alpha=0.3, label=f"band {summary.objective}"))
+    colors = {True: "#2e7d32", False: "#c62828", None: _VALIDATION_COLOR}
+    if band:
+        labels = {True: "in band", False: "outside band", None: "audited"}
+    else:  # colored by the direction test where there is one
+        labels = {True: "direction confirmed", False: "not confirmed", None: "audited"}
+    shown: set[bool | None] = set()
+    drawn = 0
+    for row in audit.rows:
+        claimed, audited = row.claimed.get("rate"), row.audited.get("rate")
+        if claimed is None or audited is None:
+            continue
+        key = row.in_band if band else row.confirmed
+        ax.errorbar(
+            claimed,
+            audited,
+            xerr=_errors(claimed, row.claimed.get("interval")),
+            yerr=_errors(audited, row.audited.get("interval")),
+            fmt="o",
+            color=colors[key],
+            ecolor=colors[key],
+            elinewidth=1,
+            capsize=3,
+            ms=6,
+            alpha=0.85,
+        )
+        if len(audit.rows) <= 12:
+            ax.annotate(
+                row.task_id,
+                (claimed, audited),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize=7,
+                color="#424242",
+            )
+        shown.add(key)
+        drawn += 1
+    for key in (True, False, None):
+        if key in shown:
+            handles.append(Line2D([], [], ls="", marker="o", color=colors[key], label=labels[key]))
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_aspect("equal")
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("claimed success rate (the rig's interval)")
+    ax.set_ylabel(f"audited success rate ({audit.settings.get('rollouts', '?')} fresh, 95% CI)")
+    counts = audit.summary()
+    title = f"Claimed vs audited success · {drawn} harness(es)"
+    if counts["band_measured"]:
+        title += f" · {counts['in_band']}/{counts['audited']} in band"
+    if counts["tested"]:
+        title += f" · {counts['confirmed']}/{counts['tested']} confirmed"
+    ax.set_title(title, fontsize=10)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+
+
 _DRAW = {
     "success": _plot_success,
     "coverage": _plot_coverage,
     "iterations": _plot_iterations,
     "rollouts": _plot_rollouts,
+    "audit": _plot_audit,
 }
 
 
 def render_plots(
     summary: RunSummary, directory: str | Path, stem: str = "report"
 ) -> dict[str, Path]:
-    """Draws the :data:`PLOTS` as PNG files ``<directory>/<stem>-<name>.png``.
+    """Draws the summary's plots as PNG files ``<directory>/<stem>-<name>.png``.
+
+    Every one of :data:`PLOTS` but ``audit``, which is drawn only when the summary holds audit
+    data (:attr:`RunSummary.plots`).
 
     Args:
         summary: What :func:`collect_run` read.
@@ -212,9 +325,10 @@ def render_plots(
     directory.mkdir(parents=True, exist_ok=True)
     width = min(max(7.0, 2.5 + 0.7 * len(summary.tasks)), 28.0)
     written: dict[str, Path] = {}
-    for name in PLOTS:
+    for name in summary.plots:
         extra = 3.0 if name == "coverage" else 0.0
-        fig = figure_class(figsize=(width + extra, 4.2), dpi=110, layout="constrained")
+        size = (8.0, 5.6) if name == "audit" else (width + extra, 4.2)
+        fig = figure_class(figsize=size, dpi=110, layout="constrained")
         canvas_class(fig)
         _DRAW[name](fig, summary)
         path = directory / f"{stem}-{name}.png"

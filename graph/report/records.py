@@ -7,12 +7,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envharness.graph.judge.audit import AuditResult
 from envharness.graph.objective import Objective
 
-PLOTS = ("success", "coverage", "iterations", "rollouts")
-"""The plots a report draws, in order; each is saved as ``<stem>-<name>.png``."""
+PLOTS = ("success", "coverage", "iterations", "rollouts", "audit")
+"""The plots a report can draw, in order; each is saved as ``<stem>-<name>.png``.
 
-STATUSES = ("accepted", "rejected", "awaiting_approval", "unfinished")
+``audit`` (claimed vs audited success) is drawn only for a run with ``RUN/audit.json``
+(``envharness audit RUN``); :attr:`RunSummary.plots` lists the ones a summary gets.
+"""
+
+STATUSES = ("accepted", "rejected", "undecided", "awaiting_approval", "unfinished")
 UNFINISHED = "not finished (interrupted or failed): run the same rig command to resume"
 
 __all__ = ["PLOTS", "STATUSES", "UNFINISHED", "ReportFiles", "RunSummary", "TaskSummary"]
@@ -24,7 +29,8 @@ class TaskSummary:
 
     Attributes:
         task_id: The task.
-        status: ``accepted``, ``rejected``, ``awaiting_approval`` or ``unfinished``.
+        status: ``accepted``, ``rejected``, ``undecided`` (the rig ran out of rollouts or
+            iterations before its tests could decide), ``awaiting_approval`` or ``unfinished``.
         reason: The last verdict's reason.
         direction: The diagnosed direction (``scaffold``, ``harden``, ...), if known.
         baseline: The baseline's :class:`~envharness.rollout.RolloutStats` as a dict.
@@ -73,6 +79,7 @@ class RunSummary:
         trajectories_stored: Trajectories in ``RUN/trajectories`` (``None`` without a store).
         counters: Where rollouts and model calls come from: ``checkpoints`` or ``output files``.
         notes: Caveats worth printing in the report.
+        audit: ``RUN/audit.json`` (:func:`~envharness.graph.judge.audit.audit_run`), if any.
 
     Example:
         >>> tasks = (TaskSummary("a", "accepted", rollouts=12), TaskSummary("b", "rejected"))
@@ -88,6 +95,13 @@ class RunSummary:
     trajectories_stored: int | None = None
     counters: str = "output files"
     notes: tuple[str, ...] = ()
+    audit: AuditResult | None = None
+
+    @property
+    def plots(self) -> tuple[str, ...]:
+        """The :data:`PLOTS` this summary gets (``audit`` only with audit data)."""
+        audited = self.audit is not None and bool(self.audit.rows)
+        return tuple(name for name in PLOTS if name != "audit" or audited)
 
     def count(self, status: str) -> int:
         """How many tasks ended with ``status``."""

@@ -77,7 +77,7 @@ def test_scripted_designer_through_the_graph(tmp_path):
         policy="oracle:0.2",
         designer=designer,
         diagnoser=diagnoser,
-        objective="sr:0.4-0.6",  # baseline 1/5 here; the head start lifts it to 2/5
+        objective="sr:0.3-0.65",  # baseline 1/5 here; the head start lifts it to ~0.47
         max_iterations=3,
     )
     state = build_rigger().invoke(

@@ -76,7 +76,15 @@ def test_a_band_the_baseline_already_meets_is_accepted_without_components(tmp_pa
     assert state["diagnosis"]["direction"] == "none"
     assert state["status"] == "accepted"
     assert state["accepted_spec"]["components"] == []
-    assert state["rollouts"] == 5  # judged on the baseline: no new rollouts
+    # Confirmed on fresh seeds, never on the baseline that diagnosed it as on target.
+    assert state["rollouts"] > 5
+    baseline_seeds = set(range(state["seeds"][0], state["seeds"][0] + 5))
+    confirmation = state["attempts"][-1]["verdict"]["seeds"]
+    assert confirmation and not baseline_seeds & set(confirmation)
+    assert len(state["seeds"]) == len(set(state["seeds"])) == state["rollouts"]
+    validation = state["accepted_spec"]["lineage"]["validation"]
+    assert validation["judgement"]["probability"] >= 0.8
+    assert validation["seeds"] == sorted(state["seeds"])
 
 
 def test_rejects_when_iterations_run_out(tmp_path):

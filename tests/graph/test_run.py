@@ -88,12 +88,11 @@ def test_killed_rig_resumes_where_it_stopped(tmp_path):
         keys = list(store.keys())
     assert len(keys) == len(set(keys)), "no rollout was played twice"
     assert len(keys) >= before, "no trajectory was lost"
-    done = (
-        {p.name for p in (run_dir / "accepted").glob("*.json")}
-        | {p.name for p in (run_dir / "rejected").glob("*.json")}
-        if (run_dir / "rejected").exists()
-        else {p.name for p in (run_dir / "accepted").glob("*.json")}
-    )
+    done = {
+        p.name
+        for status in ("accepted", "rejected", "undecided")
+        for p in run_dir.glob(f"{status}/*.json")
+    }
     assert finished <= done and len(done) == 4
 
 
@@ -152,4 +151,4 @@ def test_rig_releases_the_run_store(tmp_path):
     rig("toy24", TASKS[:1], context)
     # The store's lock is released: another writer (e.g. a second rig process) may open it.
     with RunStore(tmp_path / "trajectories") as store:
-        assert len(store) == 5
+        assert len(store) > 5  # the baseline and its confirmation on fresh seeds

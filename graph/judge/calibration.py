@@ -1,0 +1,286 @@
+"""Knob calibration: statistics sets a candidate's numeric dial, the designer only its structure.
+
+A :class:`Knob` is a number a candidate exposes (``DROP_P`` in rules code, the number of
+head-start steps, a truncation length) with its range and the end that makes the task harder.
+:func:`propose_value` pools **every** rollout of the candidate across the knob values tried so
+far into a monotone model and returns the value predicted to hit the aim:
+
+- success rate: a logistic model ``P(success) = sigmoid(a + b * u)`` on the knob scaled to
+  ``u in [0, 1]``, fitted by maximum a posteriori (Newton's method) with normal priors
+  ``a ~ N(0, 2.5)`` and ``b ~ N(-4, 2.5)`` — a declared knob is expected to matter: over its
+  whole range it moves success by about four logits (0.73 to 0.05, say), which is what lets
+  one tried value already point somewhere sensible — and ``b`` constrained to the knob's
+  declared direction (success never rises toward the harder end);
+- mean steps of successful episodes: a least-squares line ``steps = a + b * u`` with the same
+  sign constraint (episodes never get shorter toward the harder end).
+
+The proposal stays strictly inside the bracket of values already judged too easy and too hard;
+when no value is left in it (or the aim lies beyond the knob's range) it returns ``None``.
+
+Example:
+    >>> knob = Knob("DROP_P", 0.0, 0.9, "high", 0.3)
+    >>> points = [Point(0.3, 9, 10), Point(0.6, 4, 10)]
+    >>> round(propose_value(knob, points, 0.5), 2)
+    0.57
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from envharness.errors import RiggerError
+
+__all__ = ["Knob", "Point", "fit_logistic", "fit_steps", "predict", "propose_value"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PRIOR_MEAN = (0.0, -4.0)
+_PRIOR_SD = (2.5, 2.5)
+_MIN_GAP = 0.02  # the narrowest bracket (share of the knob's range) still worth a new value
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A candidate's numeric dial.
+
+    Attributes:
+        name: For rules code, a module-level constant (``DROP_P = 0.3``) the spec overrides;
+            for Setups, ``SETUP_STEPS`` (how many of the in-env actions are replayed).
+        low: The smallest value allowed.
+        high: The largest value allowed.
+        harder: Which end makes the task harder: ``high`` or ``low``.
+        value: The value to start from (the designer's guess).
+        integer: Whether only whole numbers are allowed.
+
+    Raises:
+        RiggerError: A bad name, an empty range, a start outside it, or an unknown ``harder``.
+    """
+
+    name: str
+    low: float
+    high: float
+    harder: Literal["high", "low"]
+    value: float
+    integer: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise RiggerError(
+                f"expected a knob name that is a Python identifier, got {self.name!r}"
+            )
+        for attr in ("low", "high", "value"):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise RiggerError(f"expected knob {self.name} {attr} to be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise RiggerError(f"expected knob {self.name} {attr} to be finite, got {value!r}")
+        if not self.low < self.high:
+            raise RiggerError(
+                f"expected knob {self.name} to have low < high, got {self.low}..{self.high}"
+            )
+        if not self.low <= self.value <= self.high:
+            raise RiggerError(
+                f"knob {self.name} starts at {self.value}, outside its range "
+                f"{self.low}..{self.high}"
+            )
+        if self.harder not in ("high", "low"):
+            raise RiggerError(
+                f"expected knob {self.name} harder='high' or 'low', got {self.harder!r}"
+            )
+
+    def clamp(self, value: float) -> float:
+        """``value`` inside the range (rounded for an integer knob)."""
+        value = min(self.high, max(self.low, float(value)))
+        return float(round(value)) if self.integer else round(value, 4)
+
+    def scale(self, value: float) -> float:
+        """``value`` on ``[0, 1]``, 0 at the easy end and 1 at the hard end."""
+        u = (float(value) - self.low) / (self.high - self.low)
+        return u if self.harder == "high" else 1.0 - u
+
+    def unscale(self, u: float) -> float:
+        """The knob value at ``u`` of :meth:`scale`."""
+        u = u if self.harder == "high" else 1.0 - u
+        return self.low + u * (self.high - self.low)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The knob as a plain dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Knob:
+        """Rebuilds a knob from :meth:`to_dict` output (raises ``RiggerError`` on bad keys)."""
+        allowed = {"name", "low", "high", "harder", "value", "integer"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise RiggerError(f"unknown knob field(s) {unknown}; allowed: {sorted(allowed)}")
+        try:
+            return cls(**dict(data))
+        except TypeError as e:
+            raise RiggerError(f"a knob needs name, low, high, harder and value: {e}") from None
+
+
+@dataclass(frozen=True)
+class Point:
+    """The rollouts at one knob value.
+
+    Attributes:
+        value: The knob value.
+        successes: Successful episodes.
+        n: Episodes.
+        success_steps: Steps of each successful episode.
+        side: ``too_easy`` or ``too_hard`` when the judge refined this value, else ``None``.
+    """
+
+    value: float
+    successes: int
+    n: int
+    success_steps: tuple[int, ...] = field(default=())
+    side: str | None = None
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def fit_logistic(data: Sequence[tuple[float, int, int]]) -> tuple[float, float]:
+    """MAP ``(a, b)`` of ``P(success at u) = sigmoid(a + b u)`` with ``b <= 0``.
+
+    Args:
+        data: ``(u, successes, n)`` triples, ``u`` on the knob's 0 (easy) to 1 (hard) scale.
+    """
+
+    def fit(free_b: bool) -> tuple[float, float]:
+        a = b = 0.0
+        for _ in range(100):
+            ga = -(a - _PRIOR_MEAN[0]) / _PRIOR_SD[0] ** 2
+            gb = -(b - _PRIOR_MEAN[1]) / _PRIOR_SD[1] ** 2
+            haa, hab, hbb = 1 / _PRIOR_SD[0] ** 2, 0.0, 1 / _PRIOR_SD[1] ** 2
+            for u, s, n in data:
+                p = _sigmoid(a + b * u)
+                w = n * p * (1 - p)
+                ga += s - n * p
+                gb += (s - n * p) * u
+                haa += w
+                hab += w * u
+                hbb += w * u * u
+            if free_b:
+                det = haa * hbb - hab * hab
+                da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
+            else:
+                da, db = ga / haa, -b
+            a, b = a + da, b + db
+            if abs(da) + abs(db) < 1e-9:
+                break
+        return a, b
+
+    a, b = fit(True)
+    if b > 0:  # the data say "harder is easier": noise; the constrained optimum has b = 0
+        a, b = fit(False)
+    return a, b
+
+
+def fit_steps(data: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares ``(a, b)`` of ``steps = a + b u`` with ``b >= 0`` (``None`` without data).
+
+    Args:
+        data: ``(u, steps)`` pairs, one per successful episode.
+    """
+    if not data:
+        return None
+    m = len(data)
+    mu = math.fsum(u for u, _ in data) / m
+    ms = math.fsum(s for _, s in data) / m
+    suu = math.fsum((u - mu) ** 2 for u, _ in data)
+    b = math.fsum((u - mu) * (s - ms) for u, s in data) / suu if suu > 0 else 0.0
+    b = max(0.0, b)
+    return ms - b * mu, b
+
+
+def _bracket(knob: Knob, points: Sequence[Point]) -> tuple[float, float]:
+    """``(easy, hard)`` on the 0..1 scale: hardest too-easy value, easiest too-hard value."""
+    easy = max((knob.scale(p.value) for p in points if p.side == "too_easy"), default=-1.0)
+    hard = min(
+        (
+            knob.scale(p.value)
+            for p in points
+            if p.side == "too_hard" and knob.scale(p.value) > easy
+        ),
+        default=2.0,
+    )
+    return easy, hard
+
+
+def propose_value(
+    knob: Knob, points: Sequence[Point], aim: float, *, axis: str = "success"
+) -> float | None:
+    """The knob value the pooled model predicts for ``aim``, or ``None`` when none is left.
+
+    Args:
+        knob: The knob.
+        points: Every validated value so far, with its rollouts and (if refined) its side.
+        aim: The success rate (``axis="success"``) or mean steps (``axis="steps"``) to hit.
+        axis: ``success`` or ``steps``.
+
+    Returns:
+        A value strictly inside the bracket of too-easy and too-hard values, not tried before;
+        ``None`` when the bracket is empty or the aim lies beyond the knob's range.
+    """
+    if axis not in ("success", "steps"):
+        raise RiggerError(f"expected axis 'success' or 'steps', got {axis!r}")
+    easy, hard = _bracket(knob, points)
+    lo, hi = max(easy, 0.0), min(hard, 1.0)
+    if easy >= 1.0 or hard <= 0.0 or (easy >= 0 and hard <= 1 and hard - easy < _MIN_GAP):
+        return None
+    u = _model_u(knob, points, aim, axis)
+    if u is None:  # a flat model: bisect the bracket toward the side the data point to
+        u = (lo + hi) / 2
+    margin = _MIN_GAP / 2
+    u = min(max(u, lo + (margin if easy >= 0 else 0.0)), hi - (margin if hard <= 1 else 0.0))
+    value = knob.clamp(knob.unscale(u))
+    tried = {round(p.value, 4) for p in points if p.side is not None}
+    scaled = knob.scale(value)
+    if value in tried or not (easy < scaled < hard):
+        if not knob.integer:
+            return None
+        inside = [
+            float(v)
+            for v in range(math.ceil(knob.low), math.floor(knob.high) + 1)
+            if easy < knob.scale(v) < hard and float(v) not in tried
+        ]
+        if not inside:
+            return None
+        value = min(inside, key=lambda v: abs(knob.scale(v) - u))
+    return value
+
+
+def predict(
+    knob: Knob, points: Sequence[Point], value: float, *, axis: str = "success"
+) -> float | None:
+    """The pooled model's success rate (or mean steps) at ``value`` (``None`` without data)."""
+    u = knob.scale(value)
+    if axis == "success":
+        data = [(knob.scale(p.value), p.successes, p.n) for p in points if p.n]
+        if not data:
+            return None
+        a, b = fit_logistic(data)
+        return _sigmoid(a + b * u)
+    fit = fit_steps([(knob.scale(p.value), s) for p in points for s in p.success_steps])
+    return None if fit is None else fit[0] + fit[1] * u
+
+
+def _model_u(knob: Knob, points: Sequence[Point], aim: float, axis: str) -> float | None:
+    if axis == "success":
+        if not 0.0 < aim < 1.0:
+            raise RiggerError(f"expected a success aim in (0, 1), got {aim!r}")
+        a, b = fit_logistic([(knob.scale(p.value), p.successes, p.n) for p in points if p.n])
+        if b > -1e-6:
+            return None
+        return (math.log(aim / (1 - aim)) - a) / b
+    fit = fit_steps([(knob.scale(p.value), s) for p in points for s in p.success_steps])
+    if fit is None or fit[1] <= 1e-9:
+        return None
+    return (aim - fit[0]) / fit[1]
