@@ -41,6 +41,22 @@ def rig(
     k_observe: Annotated[int, typer.Option("--k-observe", min=1)] = 5,
     k_validate: Annotated[int, typer.Option("--k-validate", min=1)] = 5,
     max_iterations: Annotated[int, typer.Option("--max-iterations", min=1)] = 5,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            "--confidence", help="Posterior probability a decision needs, in (0, 1) (default 0.8)."
+        ),
+    ] = 0.8,
+    max_rollouts: Annotated[
+        int,
+        typer.Option(
+            "--max-rollouts",
+            help="Validation rollouts one candidate may spend before it is undecided.",
+        ),
+    ] = 120,
+    min_effect: Annotated[
+        float, typer.Option("--min-effect", help="Smallest success change 'auto' counts.")
+    ] = 0.2,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Tasks rigged at once.")
     ] = 4,
@@ -85,6 +101,9 @@ def rig(
             k_observe=k_observe,
             k_validate=k_validate,
             max_iterations=max_iterations,
+            confidence=confidence,
+            max_rollouts=max_rollouts,
+            min_effect=min_effect,
             executor=runner,
             siblings=siblings,
             seed=seed,
@@ -97,7 +116,9 @@ def rig(
         )
 
         def report(result: TaskResult) -> None:
-            style = {"accepted": "green", "rejected": "yellow"}.get(result.status, "red")
+            style = {"accepted": "green", "rejected": "yellow", "undecided": "yellow"}.get(
+                result.status, "red"
+            )
             done = " (resumed)" if result.resumed else ""
             err.print(
                 Text(f"  {result.task_id}: {result.status}{done} — {result.reason}", style=style)
@@ -138,8 +159,10 @@ def rig(
             r.reason,
         )
     accepted = sum(r.status == "accepted" for r in results)
+    undecided = sum(r.status == "undecided" for r in results)
     table.caption = (
-        f"{accepted}/{len(results)} accepted · {sum(r.rollouts for r in results)} rollouts"
+        f"{accepted}/{len(results)} accepted · {undecided} undecided · "
+        f"{sum(r.rollouts for r in results)} rollouts"
     )
     _stdout().print(table)
     err.print(Text(f"accepted specs: {run_dir / 'accepted'}", style="dim"))
@@ -182,5 +205,22 @@ def show(
                     f"{label}: success {stats.get('successes')}/{stats.get('n')} "
                     f"(steps {stats.get('steps_mean', 0):.1f})"
                 )
+        judgement = validation.get("judgement") or {}
+        if judgement:
+            lo, hi = judgement.get("interval") or (0.0, 1.0)
+            line = (
+                f"judged: {judgement.get('successes')}/{judgement.get('n')} successes on fresh "
+                f"seeds, 95% interval {lo:.0%}-{hi:.0%}"
+            )
+            if judgement.get("probability") is not None:
+                line += f", P(claim) = {judgement['probability']:.2f}"
+            if judgement.get("p_value") is not None:
+                line += f", Fisher p = {judgement['p_value']:.3g}"
+            out.print(f"{line} (needed {judgement.get('confidence')})")
+        if validation.get("knobs"):
+            out.print(f"knobs: {json.dumps(validation['knobs'])}")
+        seeds = validation.get("seeds") or []
+        if seeds:
+            out.print(f"seeds used by the rig: {len(seeds)} ({seeds[0]}..{seeds[-1]})")
         if validation.get("verdict"):
             out.print(Text(f"verdict: {validation['verdict']}", style="green"))
