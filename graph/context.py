@@ -48,7 +48,9 @@ class RiggerContext:
         run_dir: The run directory (trajectories, accepted and rejected specs, checkpoints).
         policy: The black-box policy: a policy string (``oracle:0.7``, ``random``, a model
             string) or a picklable factory ``factory(seed) -> Policy``.
-        designer: The writer's model: ``"heuristic"`` (offline, rule-based), a model string for
+        designer: Who writes candidates: ``"heuristic"`` (offline, rule-based), a name given to
+            :func:`~envharness.graph.designers.register_designer`, a
+            :class:`~envharness.graph.designers.Designer` object, a model string for
             ``init_chat_model`` (e.g. ``google_genai:gemini-2.5-flash``) or a chat model object.
         diagnoser: The diagnoser's model, same forms; ``None`` uses the designer's.
         objective: ``auto``, ``sr:LOW-HIGH``, ``steps:LOW-HIGH`` or a plain-language weakness.
@@ -122,8 +124,19 @@ class RiggerContext:
 
     @property
     def diagnoser_model(self) -> Any:
-        """The diagnoser's model (the designer's when not set)."""
-        return self.designer if self.diagnoser is None else self.diagnoser
+        """The diagnoser's model: the designer's when not set and the designer is a model."""
+        if self.diagnoser is not None:
+            return self.diagnoser
+        return "heuristic" if self._is_designer(self.designer) else self.designer
+
+    @staticmethod
+    def _is_designer(value: Any) -> bool:
+        """Whether ``value`` names a designer (a Designer object or a registered name)."""
+        from envharness.graph.designers import Designer, registered_designers
+
+        if isinstance(value, Designer):
+            return True
+        return isinstance(value, str) and value.strip() in registered_designers()
 
     def uses_heuristic(self, node: str) -> bool:
         """Whether ``node`` (``writer`` or ``diagnoser``) runs the heuristic."""
@@ -155,6 +168,10 @@ class RiggerContext:
         model = self.writer_model if node == "writer" else self.diagnoser_model
         if self._is_heuristic(model):
             return "heuristic"
+        from envharness.graph.designers import Designer
+
+        if isinstance(model, Designer):
+            return model.name
         if isinstance(model, str):
             return model
         return (

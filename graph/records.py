@@ -160,7 +160,12 @@ class Candidate:
             components.append(
                 ComponentSpec("link", {"mode": "sequential", "second": second.to_dict()})
             )
-        components.extend(ComponentSpec.from_dict(c) for c in self.components)
+        for component in self.components:
+            if not isinstance(component, dict) or set(component) != {"type", "config"}:
+                raise RiggerError(
+                    f"expected a component as {{'type': ..., 'config': {{...}}}}, got {component!r}"
+                )
+            components.append(ComponentSpec(component["type"], dict(component["config"])))
         return HarnessSpec(base.bridge, tuple(components), base.lineage)
 
     def is_empty(self) -> bool:

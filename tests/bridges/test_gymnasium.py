@@ -498,10 +498,10 @@ def test_rig_two_tasks_offline(tmp_path):
     tasks = ["FrozenLake-v1", CLIFF]
     results = rig("gymnasium", tasks, context, bridge_options={"env_kwargs": DRY})
     assert [r.task_id for r in results] == tasks
-    assert all(r.status in ("accepted", "rejected") for r in results), results
+    assert all(r.status in ("accepted", "rejected", "undecided") for r in results), results
     assert all(r.baseline_success is not None for r in results)
     for result in results:
-        folder = "accepted" if result.status == "accepted" else "rejected"
+        folder = result.status
         assert (tmp_path / folder / f"{result.task_id}.json").exists()
     assert (tmp_path / "trajectories" / "trajectories.jsonl").read_text().count("\n") >= 6
 

@@ -506,6 +506,9 @@ def test_rig_cli_two_tasks(tmp_path):
     assert result.exit_code == 0, result.output
     for task_id in (LINES, SUMMARY):
         assert task_id in result.output
-        outcomes = [tmp_path / folder / f"{task_id}.json" for folder in ("accepted", "rejected")]
+        outcomes = [
+            tmp_path / folder / f"{task_id}.json"
+            for folder in ("accepted", "rejected", "undecided")
+        ]
         assert any(path.exists() for path in outcomes), result.output
     assert (tmp_path / "trajectories" / "trajectories.jsonl").read_text().count("\n") >= 8

@@ -603,7 +603,7 @@ def test_rig_two_tasks(tmp_path, docker_reason):
     )
     results = rig("swe", tasks, context, bridge_options={"runtime": "docker"})
     assert [r.task_id for r in results] == tasks
-    assert all(r.status in ("accepted", "rejected") for r in results), results
+    assert all(r.status in ("accepted", "rejected", "undecided") for r in results), results
     assert all(r.rollouts >= 3 for r in results)
     assert (tmp_path / "rig.json").exists()
     assert (tmp_path / "trajectories" / "trajectories.jsonl").exists()

@@ -379,7 +379,7 @@ def test_rig_two_tasks(cache, tmp_path):
     )
     results = rig("textworld", [KEY, PILLOW], context, bridge_options={"cache_dir": cache})
     assert [r.task_id for r in results] == [KEY, PILLOW]
-    assert all(r.status in ("accepted", "rejected") for r in results), results
+    assert all(r.status in ("accepted", "rejected", "undecided") for r in results), results
     assert all(r.rollouts >= 3 for r in results)
     assert (tmp_path / "rig.json").exists()
     assert (tmp_path / "trajectories" / "trajectories.jsonl").exists()

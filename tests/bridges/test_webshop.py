@@ -538,7 +538,7 @@ def test_rig_two_tasks(browser_ready, tmp_path):
     tasks = [LIP_BALM, "ws08"]
     results = rig("webshop", tasks, context, bridge_options={"max_steps": 5}, max_concurrency=2)
     assert [r.task_id for r in results] == tasks
-    assert all(r.status in ("accepted", "rejected") for r in results), results
+    assert all(r.status in ("accepted", "rejected", "undecided") for r in results), results
     assert all(r.rollouts >= 2 for r in results)  # baseline and validation
     assert (tmp_path / "trajectories" / "trajectories.jsonl").exists()
     for result in results:

@@ -1,0 +1,82 @@
+"""The one designer interface: what every designer knows (:class:`DesignBrief`) and returns.
+
+The writer node hands a :class:`DesignBrief` to whatever :class:`Designer` the rig was given —
+the offline heuristic, a model agent, or a third party's — and gets a :class:`Design` back: a
+:class:`~envharness.graph.records.Candidate` (components, knobs, rationale) or ``None`` when the
+designer has nothing left to try. Verdicts in the brief are structured
+(:class:`~envharness.graph.records.Verdict`: decision, side, judgement, knob values), so no
+designer ever parses English.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from envharness.graph.objective import Objective
+from envharness.graph.records import Candidate, Diagnosis, Verdict
+from envharness.harness.spec import HarnessSpec
+from envharness.rollout.stats import RolloutStats
+from envharness.rollout.trajectory import Trajectory
+
+__all__ = ["Design", "DesignBrief", "Designer"]
+
+
+@dataclass(frozen=True)
+class DesignBrief:
+    """Everything a designer knows when it proposes the next candidate.
+
+    Attributes:
+        task_id: The task being rigged.
+        base_spec: The spec being rigged (its bridge gives the tools and the env-state schema).
+        objective: The rig's objective.
+        diagnosis: The diagnoser's conclusion (its direction steered by earlier verdicts).
+        baseline: The baseline trajectories.
+        baseline_stats: Their statistics.
+        attempts: Earlier candidates and their structured verdicts, oldest first.
+        iteration: This iteration's number (1-based).
+        max_iterations: The iterations the rig may use.
+        siblings: Other tasks of the bridge a candidate may link to.
+        config: A LangChain run config for model calls (names, tags, metadata for tracing).
+    """
+
+    task_id: str
+    base_spec: HarnessSpec
+    objective: Objective
+    diagnosis: Diagnosis
+    baseline: Sequence[Trajectory]
+    baseline_stats: RolloutStats
+    attempts: Sequence[tuple[Candidate, Verdict]] = ()
+    iteration: int = 1
+    max_iterations: int = 5
+    siblings: Sequence[str] = ()
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A designer's answer: the candidate (``None``: nothing left to try) and its cost."""
+
+    candidate: Candidate | None
+    model_calls: int = 0
+
+
+@runtime_checkable
+class Designer(Protocol):
+    """Proposes candidates: ``name`` for records and traces, ``design(brief)`` for the work.
+
+    Example:
+        >>> class Nothing:
+        ...     name = "nothing"
+        ...     def design(self, brief):
+        ...         return Design(None)
+        >>> isinstance(Nothing(), Designer)
+        True
+    """
+
+    name: str
+
+    def design(self, brief: DesignBrief) -> Design:
+        """The next candidate for ``brief``."""
+        ...
