@@ -33,30 +33,47 @@ from envharness.errors import RulesError
 __all__ = ["apply_knobs", "rules_knobs"]
 
 _KNOB_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _constants(code: str) -> dict[str, ast.Constant]:
+def _number(node: ast.expr | None) -> int | float | None:
+    """The number a literal (``0.3``, ``-2``) stands for, else ``None``."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return sign * node.value
+    return None
+
+
+def _constants(code: str) -> dict[str, tuple[ast.expr, int | float]]:
+    """Each knob's literal node (what an override replaces) and its value."""
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
         raise RulesError(f"rules code does not parse (line {e.lineno}): {e.msg}") from None
-    found: dict[str, ast.Constant] = {}
+    found: dict[str, tuple[ast.expr, int | float]] = {}
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and _KNOB_NAME.match(node.targets[0].id)
-            and isinstance(node.value, ast.Constant)
-            and type(node.value.value) in (int, float)
-        ):
-            found[node.targets[0].id] = node.value
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        number = _number(value)
+        if isinstance(target, ast.Name) and _KNOB_NAME.match(target.id) and number is not None:
+            found[target.id] = (value, number)
     return found
 
 
 def rules_knobs(code: str) -> dict[str, float]:
-    """The knobs ``code`` declares: upper-case module-level constants assigned a number."""
-    return {name: float(node.value) for name, node in _constants(code).items()}
+    """The knobs ``code`` declares: upper-case module-level constants assigned a number.
+
+    Plain (``DROP_P = 0.3``), annotated (``DROP_P: float = 0.3``) and signed (``BIAS = -2``)
+    assignments count; anything computed does not.
+    """
+    return {name: float(number) for name, (_, number) in _constants(code).items()}
 
 
 def apply_knobs(code: str, values: Mapping[str, float]) -> str:
@@ -69,7 +86,7 @@ def apply_knobs(code: str, values: Mapping[str, float]) -> str:
     if not values:
         return code
     constants = _constants(code)
-    lines = code.splitlines(keepends=True)
+    lines = _LINES.findall(code)  # as ast counts lines: only \n, \r\n and \r end one
     edits = []
     for name, value in values.items():
         if name not in constants:
@@ -84,12 +101,12 @@ def apply_knobs(code: str, values: Mapping[str, float]) -> str:
             or not math.isfinite(value)
         ):
             raise RulesError(f"expected knob {name} to be a finite number, got {value!r}")
-        node = constants[name]
+        node, number = constants[name]
         if node.lineno != node.end_lineno:
             raise RulesError(f"knob {name}'s value must be written on one line")
         literal = (
             repr(int(value))
-            if float(value).is_integer() and isinstance(node.value, int)
+            if float(value).is_integer() and isinstance(number, int)
             else repr(float(value))
         )
         edits.append((node.lineno - 1, node.col_offset, node.end_col_offset, literal))

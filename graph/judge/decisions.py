@@ -6,11 +6,13 @@ or ``continue`` (not yet sure: sample more). The validator calls it after every 
 rollouts; a candidate whose budget runs out while the judge still says ``continue`` is
 *undecided*, never accepted.
 
-The rules, with ``c`` the confidence and ``f`` the futility threshold of :class:`JudgeSettings`:
+The rules, with ``c`` the confidence and ``f`` the futility threshold of :class:`JudgeSettings`
+(a two-sample claim whose probability falls to ``f`` is refined):
 
 - **success band** ``[low, high]``: accept when ``P(low <= p <= high) >= c`` under the
-  ``Beta(1 + s, 1 + n - s)`` posterior; refine when it is ``<= f`` (the side is the tail with
-  more mass: ``too_easy`` above the band, ``too_hard`` below it).
+  ``Beta(1 + s, 1 + n - s)`` posterior; refine only when the rate is confidently outside, on one
+  side: ``P(p > high) >= c`` is ``too_easy``, ``P(p < low) >= c`` is ``too_hard`` (a narrow
+  band's small mass alone is no reason to give up).
 - **steps band**: at least ``min_successes`` successful episodes, then the same rule on the
   Student-t posterior of their mean steps; ``too_easy`` means too short (make it longer).
 - **scaffold** (``auto``, a failing baseline): accept when
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from envharness.errors import RiggerError
@@ -87,7 +89,8 @@ class JudgeSettings:
 
     Attributes:
         confidence: The posterior probability a claim needs to be accepted (``--confidence``).
-        futility: A claim whose probability falls to this or below is refined.
+        futility: A two-sample claim (``auto``) whose probability falls to this or below is
+            refined; bands are refined only when confidently outside.
         max_rollouts: Policy rollouts one candidate may spend, knob calibration included
             (``--max-rollouts``).
         batch: Rollouts between two looks at the data.
@@ -291,18 +294,29 @@ def _counts(o: Outcomes) -> str:
     return f"{o.successes}/{o.n} successes"
 
 
+def _banded(
+    inside: float, below: float, above: float, settings: JudgeSettings
+) -> tuple[Decision, Side | None]:
+    """Accept on the band's mass; refine only when confidently on one side of it."""
+    if inside >= settings.confidence:
+        return "accept", None
+    if below >= settings.confidence:
+        return "refine", "too_hard"
+    if above >= settings.confidence:
+        return "refine", "too_easy"
+    return "continue", None
+
+
 def _band(objective: Objective, o: Outcomes, settings: JudgeSettings) -> Judgement:
     low, high = float(objective.low), float(objective.high)  # type: ignore[arg-type]
     probability = post.band_probability(o.successes, o.n, low, high)
     below = post.band_probability(o.successes, o.n, 0.0, low)
     above = post.band_probability(o.successes, o.n, high, 1.0)
-    decision = _decide(probability, settings)
-    side: Side | None = None
+    decision, side = _banded(probability, below, above, settings)
     claim = f"P(success rate in {low:g}-{high:g}) = {probability:.2f}"
     if decision == "accept":
         reason = f"{claim} >= {settings.confidence:g} on {_counts(o)}"
-    elif decision == "refine":
-        side = "too_easy" if above > below else "too_hard"
+    elif side is not None:
         where = "above" if side == "too_easy" else "below"
         reason = (
             f"{claim} on {_counts(o)}: the rate is {where} the band "
@@ -326,14 +340,14 @@ def _steps(objective: Objective, o: Outcomes, settings: JudgeSettings) -> Judgem
         )
         return _verdict("continue", None, "steps-band", o, settings, reason)
     probability = post.mean_band_probability(o.success_steps, low, high)
-    decision = _decide(probability, settings)
+    shorter = post.mean_band_probability(o.success_steps, -math.inf, low)
+    longer = post.mean_band_probability(o.success_steps, high, math.inf)
+    decision, side = _banded(probability, longer, shorter, settings)
     mean = o.steps_mean or 0.0
     claim = f"P(mean steps of successes in {low:g}-{high:g}) = {probability:.2f}"
-    side: Side | None = None
     if decision == "accept":
         reason = f"{claim} >= {settings.confidence:g} ({m} successes, mean {mean:.1f})"
-    elif decision == "refine":
-        side = "too_easy" if mean < low else "too_hard"
+    elif side is not None:
         word = "short" if side == "too_easy" else "long"
         reason = f"{claim}: successful episodes are too {word} (mean {mean:.1f} over {m})"
     else:
@@ -404,10 +418,11 @@ def _behaviour(o: Outcomes, base: Outcomes, settings: JudgeSettings) -> Judgemen
         reason = f"{claim}: {counts}; target the diagnosed behaviour more directly"
     else:
         reason = f"{claim}: {counts}; not yet sure either way"
-    return _verdict(
-        decision, None, "fix-behaviour", o, settings, reason,
-        probability=probability, baseline=base, alternative="greater",
-    )  # fmt: skip
+    verdict = _verdict(
+        decision, None, "fix-behaviour", o, settings, reason, probability=probability
+    )
+    p_value = post.fisher_p_value(o.behaviour, o.n, base.behaviour, base.n, "less")
+    return replace(verdict, p_value=p_value, effect=o.rate - base.rate)
 
 
 def judge(

@@ -1,0 +1,163 @@
+"""``validate_candidate``: fresh contiguous seeds, one decision per setting, knob calibration."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from envharness.errors import RiggerError
+from envharness.graph.judge.calibration import Knob
+from envharness.graph.judge.decisions import JudgeSettings, Outcomes
+from envharness.graph.judge.sequential import ValidationRun, knob_aim, validate_candidate
+from envharness.graph.objective import Objective
+
+BAND = "sr:0.4-0.6"
+ALWAYS = Outcomes(5, 5)
+DROP = Knob("DROP_P", 0.0, 0.9, "high", 0.1)
+
+
+class Policy:
+    """A simulated policy: success with probability ``1 - DROP_P``, decided by the seed."""
+
+    def __init__(self, run: int = 0) -> None:
+        self.run = run
+        self.calls: list[tuple[dict[str, float], int, int]] = []
+
+    def __call__(self, values: dict[str, float], first_seed: int, n: int) -> Outcomes:
+        self.calls.append((dict(values), first_seed, n))
+        p = 1 - values["DROP_P"]
+        wins = sum(
+            random.Random(self.run * 1_000_003 + seed).random() < p
+            for seed in range(first_seed, first_seed + n)
+        )
+        return Outcomes(n, wins, (3,) * wins)
+
+
+def repeating(*successes: int):
+    """A sampler whose batches succeed ``successes[0]``, ``successes[1]``, ... times, cycling."""
+    calls: list[int] = []
+
+    def sample(values, first_seed, n):
+        wins = min(n, successes[len(calls) % len(successes)])
+        calls.append(n)
+        return Outcomes(n, wins)
+
+    sample.calls = calls  # type: ignore[attr-defined]
+    return sample
+
+
+def check_bookkeeping(run: ValidationRun, first_seed: int, policy: Policy | None = None) -> None:
+    assert run.seeds == list(range(first_seed, first_seed + run.rollouts))
+    assert run.next_seed == first_seed + run.rollouts
+    last = run.settings[-1]
+    assert run.judgement == last.judgement
+    assert run.judgement.n == last.outcomes.n
+    assert run.values == last.values
+    for record in run.settings:
+        assert len(record.seeds) == record.outcomes.n > 0
+        assert record.judgement.n == record.outcomes.n
+    assert run.calibrated == (len(run.settings) > 1)
+    if policy is not None:  # what the sampler was asked for, batch by batch
+        asked = [seed for _, start, n in policy.calls for seed in range(start, start + n)]
+        assert asked == run.seeds
+        assert len(set(asked)) == len(asked)
+
+
+def test_knob_calibration_lands_in_the_band_in_most_runs():
+    right = accepted = 0
+    for run_id in range(50):
+        policy = Policy(run_id)
+        first = 1000 + 7 * run_id
+        run = validate_candidate(BAND, "harden", ALWAYS, policy, first_seed=first, knobs=[DROP])
+        check_bookkeeping(run, first, policy)
+        assert run.rollouts <= JudgeSettings().max_rollouts
+        assert DROP.low <= run.values["DROP_P"] <= DROP.high
+        if run.decision == "accept":
+            accepted += 1
+            right += 0.4 <= 1 - run.values["DROP_P"] <= 0.6
+    print(f"knob runs accepted in the band: {right}/50 = {right / 50:.2f} "
+          f"({accepted} accepted, {right}/{accepted} of them truly in the band)")  # fmt: skip
+    assert right / 50 >= 0.6
+
+
+def test_a_knob_far_off_is_moved_and_a_decision_is_only_on_its_own_setting():
+    policy = Policy(3)
+    run = validate_candidate(BAND, "harden", ALWAYS, policy, first_seed=0, knobs=[DROP])
+    check_bookkeeping(run, 0, policy)
+    assert run.calibrated
+    assert run.settings[0].values == {"DROP_P": 0.1}
+    assert run.settings[0].judgement.decision != "accept"
+    values = [tuple(r.values.items()) for r in run.settings]
+    assert len(set(values)) > 1
+    json.dumps([r.to_dict() for r in run.settings])  # the records are JSON-able
+
+
+def test_without_knobs_accept_and_refine_are_final():
+    accept = validate_candidate(BAND, "harden", ALWAYS, repeating(2, 3), first_seed=5)
+    check_bookkeeping(accept, 5)
+    assert accept.decision == "accept"
+    assert accept.values == {} and not accept.calibrated
+    assert accept.judgement.probability >= 0.8
+    refine = validate_candidate(BAND, "harden", ALWAYS, repeating(5), first_seed=5)
+    check_bookkeeping(refine, 5)
+    assert (refine.decision, refine.judgement.side, refine.rollouts) == ("refine", "too_easy", 5)
+
+
+def test_budget_exhaustion_is_undecided_never_accepted():
+    # About 0.63 against a 0.4-0.6 band: at its edge, so never sure inside nor surely outside.
+    sample = repeating(3, 3, 4, 3, 3, 3, 2)
+    s = JudgeSettings(max_rollouts=32)
+    run = validate_candidate(BAND, "harden", ALWAYS, sample, first_seed=10, settings=s)
+    check_bookkeeping(run, 10)
+    assert run.decision == "undecided"
+    assert run.judgement.decision == "continue"
+    assert 0.1 < run.judgement.probability < 0.8
+    assert run.rollouts == 32
+    assert sample.calls == [5, 5, 5, 5, 5, 5, 2]  # the last batch only what the budget left
+
+
+def test_sampler_returning_the_wrong_count_raises():
+    def short(values, first_seed, n):
+        return Outcomes(n - 1, 0)
+
+    with pytest.raises(RiggerError, match="sampler returned 4 episodes, expected 5"):
+        validate_candidate(BAND, "harden", ALWAYS, short, first_seed=0)
+
+
+def test_knob_names_and_start_values_are_checked():
+    with pytest.raises(RiggerError, match="distinct knob names"):
+        validate_candidate(BAND, "harden", ALWAYS, Policy(), first_seed=0, knobs=[DROP, DROP])
+    with pytest.raises(RiggerError, match="unknown knob 'NOPE'"):
+        validate_candidate(
+            BAND, "harden", ALWAYS, Policy(), first_seed=0, knobs=[DROP], start={"NOPE": 0.5}
+        )
+
+
+def test_start_overrides_the_knob_value_within_its_range():
+    policy = Policy(1)
+    run = validate_candidate(
+        BAND, "harden", ALWAYS, policy, first_seed=0, knobs=[DROP], start={"DROP_P": 5.0}
+    )
+    assert policy.calls[0][0] == {"DROP_P": 0.9}
+    assert run.settings[0].values == {"DROP_P": 0.9}
+
+
+def test_only_the_first_knob_is_calibrated():
+    other = Knob("OTHER", 0.0, 1.0, "high", 0.25)
+    policy = Policy(2)
+    run = validate_candidate(BAND, "harden", ALWAYS, policy, first_seed=0, knobs=[DROP, other])
+    assert all(values["OTHER"] == 0.25 for values, _, _ in policy.calls)
+    assert run.values["OTHER"] == 0.25
+
+
+def test_knob_aim():
+    s = JudgeSettings()
+    assert knob_aim(Objective.parse(BAND), "harden", ALWAYS, s) == ("success", 0.5)
+    assert knob_aim(Objective.parse("steps:20-30"), "harden", ALWAYS, s) == ("steps", 25.0)
+    axis, aim = knob_aim(Objective.parse("auto"), "harden", ALWAYS, s)
+    assert (axis, aim) == ("success", pytest.approx(6 / 7 - 0.4))
+    axis, aim = knob_aim(Objective.parse("auto"), "scaffold", Outcomes(5, 0), s)
+    assert (axis, aim) == ("success", pytest.approx(1 / 7 + 0.4))
+    assert knob_aim(Objective.parse("auto"), "fix-behaviour", ALWAYS, s) is None
