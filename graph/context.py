@@ -84,7 +84,7 @@ class RiggerContext:
     k_validate: int = 5
     max_iterations: int = 5
     confidence: float = 0.8
-    max_rollouts: int = 120
+    max_rollouts: int = 200
     min_effect: float = 0.2
     executor: Executor | None = None
     require_approval: bool = False

@@ -53,7 +53,7 @@ def rig(
             "--max-rollouts",
             help="Validation rollouts one candidate may spend before it is undecided.",
         ),
-    ] = 120,
+    ] = 200,
     min_effect: Annotated[
         float, typer.Option("--min-effect", help="Smallest success change 'auto' counts.")
     ] = 0.2,

@@ -476,7 +476,9 @@ def drop_actions(context: DesignContext, probability: float) -> Candidate:
         f"each action fails with probability {probability:g} (the agent must notice and retry); "
         f"the validator calibrates {DROP_KNOB} in 0-{DROP_MAX:g}",
     )
-    candidate.knobs = [Knob(DROP_KNOB, 0.0, DROP_MAX, "high", min(probability, DROP_MAX)).to_dict()]
+    candidate.knobs = [
+        Knob(DROP_KNOB, 0.0, DROP_MAX, "high", min(probability, DROP_MAX), neutral=0.0).to_dict()
+    ]
     return candidate
 
 
@@ -504,7 +506,12 @@ def combine(*candidates: Candidate, rationale: str | None = None) -> Candidate:
         except ValueError as e:
             raise RiggerError(f"cannot combine {candidate.template or 'a candidate'}: {e}") from e
         links.extend(t for t in candidate.link_task_ids if t not in links)
-        knobs.extend(k for k in candidate.knobs if k["name"] not in {j["name"] for j in knobs})
+        # Stacked on other parts, a knob's neutral value no longer gives back the bare task.
+        knobs.extend(
+            {**k, "neutral": None}
+            for k in candidate.knobs
+            if k["name"] not in {j["name"] for j in knobs}
+        )
     name = " + ".join(c.template or "custom" for c in candidates)
     reasons = "; ".join(c.rationale.removeprefix("heuristic template ") for c in candidates)
     return Candidate(

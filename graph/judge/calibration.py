@@ -14,8 +14,8 @@ far into a monotone model and returns the value predicted to hit the aim:
 - mean steps of successful episodes: a least-squares line ``steps = a + b * u`` with the same
   sign constraint (episodes never get shorter toward the harder end).
 
-The proposal stays strictly inside the bracket of values already judged too easy and too hard;
-when no value is left in it (or the aim lies beyond the knob's range) it returns ``None``.
+Refined settings stay in the pool as data; only a refined end of the range stops the search
+when the model asks to go past it (then :func:`propose_value` returns ``None``).
 
 Example:
     >>> knob = Knob("DROP_P", 0.0, 0.9, "high", 0.3)
@@ -39,7 +39,6 @@ __all__ = ["Knob", "Point", "fit_logistic", "fit_steps", "predict", "propose_val
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PRIOR_MEAN = (0.0, -4.0)
 _PRIOR_SD = (2.5, 2.5)
-_MIN_GAP = 0.02  # the narrowest bracket (share of the knob's range) still worth a new value
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,9 @@ class Knob:
         harder: Which end makes the task harder: ``high`` or ``low``.
         value: The value to start from (the designer's guess).
         integer: Whether only whole numbers are allowed.
+        neutral: The value at which the candidate changes nothing (``DROP_P = 0`` on the bare
+            task), so the baseline's rollouts count as calibration data there; ``None`` when
+            no value is neutral.
 
     Raises:
         RiggerError: A bad name, an empty range, a start outside it, or an unknown ``harder``.
@@ -65,6 +67,7 @@ class Knob:
     harder: Literal["high", "low"]
     value: float
     integer: bool = False
+    neutral: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -85,6 +88,12 @@ class Knob:
             raise RiggerError(
                 f"knob {self.name} starts at {self.value}, outside its range "
                 f"{self.low}..{self.high}"
+            )
+        if self.neutral is not None and not (
+            isinstance(self.neutral, int | float) and self.low <= self.neutral <= self.high
+        ):
+            raise RiggerError(
+                f"knob {self.name} neutral={self.neutral!r} must be a number in its range"
             )
         if self.harder not in ("high", "low"):
             raise RiggerError(
@@ -113,7 +122,7 @@ class Knob:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Knob:
         """Rebuilds a knob from :meth:`to_dict` output (raises ``RiggerError`` on bad keys)."""
-        allowed = {"name", "low", "high", "harder", "value", "integer"}
+        allowed = {"name", "low", "high", "harder", "value", "integer", "neutral"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise RiggerError(f"unknown knob field(s) {unknown}; allowed: {sorted(allowed)}")
@@ -200,18 +209,13 @@ def fit_steps(data: Sequence[tuple[float, float]]) -> tuple[float, float] | None
     return ms - b * mu, b
 
 
-def _bracket(knob: Knob, points: Sequence[Point]) -> tuple[float, float]:
-    """``(easy, hard)`` on the 0..1 scale: hardest too-easy value, easiest too-hard value."""
-    easy = max((knob.scale(p.value) for p in points if p.side == "too_easy"), default=-1.0)
-    hard = min(
-        (
-            knob.scale(p.value)
-            for p in points
-            if p.side == "too_hard" and knob.scale(p.value) > easy
-        ),
-        default=2.0,
-    )
-    return easy, hard
+def _exhausted(knob: Knob, points: Sequence[Point], u: float) -> bool:
+    """Whether the knob cannot reach ``u``: its end on that side was already refined."""
+    if u >= 1.0:
+        return any(knob.scale(p.value) >= 1.0 - 1e-9 and p.side == "too_easy" for p in points)
+    if u <= 0.0:
+        return any(knob.scale(p.value) <= 1e-9 and p.side == "too_hard" for p in points)
+    return False
 
 
 def propose_value(
@@ -219,42 +223,50 @@ def propose_value(
 ) -> float | None:
     """The knob value the pooled model predicts for ``aim``, or ``None`` when none is left.
 
+    Refined values are data like any other (a refine is sure only to the judge's confidence, so
+    one unlucky refine must not wall off the right value); only a refined *end* of the range
+    stops the search when the model asks to go past it.
+
     Args:
         knob: The knob.
-        points: Every validated value so far, with its rollouts and (if refined) its side.
+        points: Every setting sampled so far, with its rollouts and (if refined) its side.
         aim: The success rate (``axis="success"``) or mean steps (``axis="steps"``) to hit.
         axis: ``success`` or ``steps``.
 
     Returns:
-        A value strictly inside the bracket of too-easy and too-hard values, not tried before;
-        ``None`` when the bracket is empty or the aim lies beyond the knob's range.
+        The proposed value (rounded for an integer knob); ``None`` when the aim lies beyond an
+        end of the range that was already tried and refined.
     """
     if axis not in ("success", "steps"):
         raise RiggerError(f"expected axis 'success' or 'steps', got {axis!r}")
-    easy, hard = _bracket(knob, points)
-    lo, hi = max(easy, 0.0), min(hard, 1.0)
-    if easy >= 1.0 or hard <= 0.0 or (easy >= 0 and hard <= 1 and hard - easy < _MIN_GAP):
-        return None
+    tried = [knob.scale(p.value) for p in points if p.n]
     u = _model_u(knob, points, aim, axis)
-    if u is None:  # a flat model: bisect the bracket toward the side the data point to
-        u = (lo + hi) / 2
-    margin = _MIN_GAP / 2
-    u = min(max(u, lo + (margin if easy >= 0 else 0.0)), hi - (margin if hard <= 1 else 0.0))
-    value = knob.clamp(knob.unscale(u))
-    tried = {round(p.value, 4) for p in points if p.side is not None}
-    scaled = knob.scale(value)
-    if value in tried or not (easy < scaled < hard):
-        if not knob.integer:
-            return None
-        inside = [
-            float(v)
-            for v in range(math.ceil(knob.low), math.floor(knob.high) + 1)
-            if easy < knob.scale(v) < hard and float(v) not in tried
-        ]
-        if not inside:
-            return None
-        value = min(inside, key=lambda v: abs(knob.scale(v) - u))
-    return value
+    if u is None:  # a flat model: step halfway to the end the data point to
+        harder = _pooled_above(knob, points, aim, axis)
+        edge = max(tried, default=0.0) if harder else min(tried, default=1.0)
+        u = (edge + 1.0) / 2 if harder else edge / 2
+    u = min(1.0, max(0.0, u))
+    if _exhausted(knob, points, u):
+        return None
+    if not knob.integer:
+        return knob.clamp(knob.unscale(u))
+    # Whole numbers: the nearer of the two around the model's value not refined yet; when
+    # both were refined (a too-easy and a too-hard neighbour), no whole number is left between.
+    exact = knob.unscale(u)
+    refined = {p.value for p in points if p.side is not None}
+    options = sorted(
+        {knob.clamp(math.floor(exact)), knob.clamp(math.ceil(exact))}, key=lambda v: abs(v - exact)
+    )
+    return next((v for v in options if v not in refined), None)
+
+
+def _pooled_above(knob: Knob, points: Sequence[Point], aim: float, axis: str) -> bool:
+    """Whether the pooled data lie on the easy side of the aim (the task needs hardening)."""
+    if axis == "success":
+        n = sum(p.n for p in points)
+        return n > 0 and sum(p.successes for p in points) / n > aim
+    steps = [s for p in points for s in p.success_steps]
+    return bool(steps) and sum(steps) / len(steps) < aim
 
 
 def predict(

@@ -104,7 +104,7 @@ class JudgeSettings:
 
     confidence: float = 0.8
     futility: float = 0.1
-    max_rollouts: int = 120
+    max_rollouts: int = 200
     batch: int = 5
     min_effect: float = 0.2
     min_successes: int = 5

@@ -211,6 +211,9 @@ def validate_candidate(
                 continue
         assert knob is not None and aim is not None
         pool = _points(knob, [*records, current])
+        if knob.neutral is not None and baseline.n:  # the baseline is the knob at neutral
+            o = baseline
+            pool.insert(0, Point(knob.neutral, o.successes, o.n, o.success_steps))
         if verdict.decision == "continue" and not committed:  # commit, or move the dial
             predicted = predict(knob, pool, current.values[knob.name], axis=aim[0])
             if predicted is None or abs(predicted - aim[1]) <= tolerance:

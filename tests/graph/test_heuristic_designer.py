@@ -68,6 +68,7 @@ def test_harden_into_a_success_band_declares_the_drop_knob_once():
             "harder": "high",
             "value": 0.45,
             "integer": False,
+            "neutral": 0.0,  # alone, DROP_P = 0 is the bare task: the baseline counts there
         }
     ]
     assert "DROP_P = 0.45" in first.rules_code and first.knob_specs()[0].name == "DROP_P"
