@@ -1,8 +1,8 @@
 """EnvRigger's prompt templates, shipped as package data (``*.md`` files in this package).
 
 - ``designer``: the designer agent's system prompt (``{objective}``, ``{allowed_imports}``,
-  ``{hints}``); ``designer_task``: its first message; ``designer_nudge``: the reminder sent once
-  when it stops without a submission.
+  ``{hints}``, and the judge's ``{confidence}`` and ``{min_effect}``); ``designer_task``: its
+  first message; ``designer_nudge``: the reminder sent once when it stops without a submission.
 - ``diagnoser``: the diagnoser's system prompt (``{objective}``, ``{hints}``);
   ``diagnoser_task``: its message with the baseline.
 - ``hints_<bridge>``: optional notes on one bridge (what its state means, which perturbations
@@ -13,7 +13,10 @@ substitution, so other braces in a template (JSON, code) stay as they are and a 
 braces are never expanded.
 
 Example:
-    >>> text = load_prompt("designer", objective="sr:0.4-0.6", allowed_imports="re", hints="")
+    >>> text = load_prompt(
+    ...     "designer", objective="sr:0.4-0.6", allowed_imports="re", hints="", confidence="0.8",
+    ...     min_effect="0.2",
+    ... )
     >>> "Objective: sr:0.4-0.6" in text
     True
     >>> sorted(placeholders("diagnoser"))

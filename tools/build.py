@@ -42,6 +42,32 @@ _RULES_CODE = (
 )
 
 
+_KNOBS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "description": (
+        "Numbers the validator may tune by statistics so you need not guess them: each one an "
+        "upper-case module-level constant of rules_code assigned a number (DROP_P = 0.3; its "
+        "value there is the start), or SETUP_STEPS (how many of in_env_actions are replayed). "
+        "The first knob is calibrated between validation batches."
+    ),
+    "items": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The constant, e.g. DROP_P."},
+            "low": {"type": "number", "description": "The smallest value allowed."},
+            "high": {"type": "number", "description": "The largest value allowed."},
+            "harder": {
+                "type": "string",
+                "enum": ["high", "low"],
+                "description": "Which end makes the task harder for the policy.",
+            },
+            "integer": {"type": "boolean", "description": "Whole numbers only."},
+        },
+        "required": ["name", "low", "high", "harder"],
+    },
+}
+
+
 def _actions_schema(tool_names: list[str]) -> dict[str, Any]:
     tool: dict[str, Any] = {"type": "string", "description": "The environment tool to call."}
     if tool_names:
@@ -156,6 +182,15 @@ def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
                         "description": _RULES_CODE + " Empty or omitted for no Rules component.",
                     },
                     "in_env_actions": actions,
+                    "knobs": _KNOBS_SCHEMA,
+                    "link_task_ids": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": (
+                            "Other tasks of this bridge played after this one in the same "
+                            "episode (a sequential Link: a longer horizon; success needs all)."
+                        ),
+                    },
                     "rationale": {
                         "type": "string",
                         "description": (

@@ -121,7 +121,70 @@ def _summary(candidate: Candidate) -> str:
         parts.append(f"Setups [{steps}]")
     if candidate.rules_code is not None:
         parts.append("Rules")
+    if candidate.link_task_ids:
+        parts.append(f"Link to {', '.join(candidate.link_task_ids)}")
+    if candidate.knobs:
+        parts.append("knobs " + ", ".join(k["name"] for k in candidate.knobs))
     return " + ".join(parts)
+
+
+def _links(session: DesignSession, value: Any) -> list[str]:
+    """The tasks to link after this one, checked against the bridge's task list."""
+    if value is None or value == []:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise ToolInputError(f"link_task_ids: expected a list of task ids, got {value!r}")
+    from envharness.bridges.registry import list_tasks
+
+    bridge = session.base_spec.bridge
+    known: set[str] = set()
+    for split in ("train", "test"):
+        try:
+            known.update(list_tasks(bridge.name, split=split, **bridge.options))
+        except EnvHarnessError:
+            continue
+    unknown = [t for t in value if known and t not in known]
+    if unknown:
+        raise ToolInputError(
+            f"link_task_ids: unknown task(s) {unknown} of bridge {bridge.name!r}; "
+            f"e.g. {sorted(known)[:5]}"
+        )
+    if bridge.task_id in value:
+        raise ToolInputError("link_task_ids: link other tasks, not the task itself")
+    return list(value)
+
+
+def _knobs(value: Any, code: str | None, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The declared knobs as Knob dicts, each starting at its value in the code."""
+    if value is None or value == []:
+        return []
+    if not isinstance(value, list) or not all(isinstance(k, dict) for k in value):
+        raise ToolInputError(f"knobs: expected a list of objects, got {value!r}")
+    from envharness.errors import RiggerError
+    from envharness.graph.judge.calibration import Knob
+    from envharness.graph.records import SETUP_STEPS
+    from envharness.harness.knobs import rules_knobs
+
+    declared = rules_knobs(code) if code is not None else {}
+    knobs = []
+    for raw in value:
+        name = raw.get("name")
+        if name == SETUP_STEPS:
+            start = float(len(actions))
+        elif name in declared:
+            start = declared[name]
+        else:
+            names = ", ".join(sorted(declared)) or "none"
+            raise ToolInputError(
+                f"knobs: {name!r} is not an upper-case module-level constant of rules_code "
+                f"(declared: {names}) nor {SETUP_STEPS}; write it as e.g. DROP_P = 0.3"
+            )
+        fields = {**raw, "value": start, "integer": bool(raw.get("integer", name == SETUP_STEPS))}
+        try:
+            knobs.append(Knob.from_dict(fields).to_dict())
+        except RiggerError as e:
+            raise ToolInputError(f"knobs: {e}") from None
+    return knobs
 
 
 def submit_candidate(
@@ -129,6 +192,8 @@ def submit_candidate(
     rules_code: str | None = None,
     in_env_actions: Any = None,
     rationale: str = "",
+    knobs: Any = None,
+    link_task_ids: Any = None,
 ) -> str:
     """Validates a candidate and, when it passes every check, hands it to validation."""
     if session.submitted is not None:
@@ -145,11 +210,18 @@ def submit_candidate(
         raise ToolInputError(f"rules_code: expected a str, got {type(rules_code).__name__}")
     code = rules_code if rules_code and rules_code.strip() else None
     actions = parse_in_env_actions(in_env_actions)
-    if code is None and not actions:
+    links = _links(session, link_task_ids)
+    if code is None and not actions and not links:
         raise ToolInputError(
-            "the candidate changes nothing: give rules_code, in_env_actions, or both"
+            "the candidate changes nothing: give rules_code, in_env_actions, link_task_ids or some"
         )
-    candidate = Candidate(in_env_actions=actions, rules_code=code, rationale=rationale.strip())
+    candidate = Candidate(
+        in_env_actions=actions,
+        rules_code=code,
+        link_task_ids=links,
+        rationale=rationale.strip(),
+        knobs=_knobs(knobs, code, actions),
+    )
     problems = _check_candidate(session, candidate)
     if problems:
         return _rejected(problems)

@@ -20,6 +20,7 @@ from langgraph.errors import GraphRecursionError
 from envharness.errors import DesignerError
 from envharness.graph.designer.models import model_label, resolve_model, run_config
 from envharness.graph.designer.prompting import designer_system_prompt, designer_task_prompt
+from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis
 from envharness.prompts import load_hints, load_prompt
@@ -102,6 +103,7 @@ def run_designer(
     system_prompt: str | None = None,
     bridge_hints: str | None = None,
     config: Mapping[str, Any] | None = None,
+    judge_settings: JudgeSettings | None = None,
 ) -> Candidate | None:
     """Runs the designer agent on ``session`` until it submits a candidate or gives up.
 
@@ -124,6 +126,8 @@ def run_designer(
         bridge_hints: Notes on the bridge; the bridge's hint file when ``None``.
         config: A runnable config for tracing; ``run_name`` defaults to ``envrigger.writer``,
             the tags ``envrigger`` and ``writer`` and the task's metadata are added.
+        judge_settings: The validator's settings, stated in the system prompt (the defaults
+            when ``None``).
 
     Returns:
         The accepted candidate, or ``None``.
@@ -147,7 +151,8 @@ def run_designer(
         agent = create_agent(
             model,
             build_designer_tools(session),
-            system_prompt=system_prompt or designer_system_prompt(objective, hints),
+            system_prompt=system_prompt
+            or designer_system_prompt(objective, hints, settings=judge_settings),
             middleware=[guard],
             checkpointer=False,
             name="envrigger_writer",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Diagnosis
 from envharness.prompts import load_prompt
@@ -47,13 +48,18 @@ def describe_diagnosis(diagnosis: Diagnosis | Mapping[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def designer_system_prompt(objective: Objective, hints: str = "") -> str:
-    """The designer's system prompt for ``objective``, with optional bridge hints."""
+def designer_system_prompt(
+    objective: Objective, hints: str = "", *, settings: JudgeSettings | None = None
+) -> str:
+    """The designer's system prompt for ``objective``, with bridge hints and the judge's rules."""
+    settings = settings or JudgeSettings()
     return load_prompt(
         "designer",
         objective=describe_objective(objective),
         allowed_imports=", ".join(sorted(ALLOWED_IMPORTS)),
         hints=hints.strip(),
+        confidence=f"{settings.confidence:g}",
+        min_effect=f"{settings.min_effect:g}",
     ).strip()
 
 

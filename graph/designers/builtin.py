@@ -105,5 +105,6 @@ class ModelDesign:
             feedback=attempts_feedback(brief.attempts),
             max_turns=self.max_turns,
             config=brief.config,
+            judge_settings=brief.judge,
         )
         return Design(candidate, session.model_calls)

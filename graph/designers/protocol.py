@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict
 from envharness.harness.spec import HarnessSpec
@@ -39,6 +40,7 @@ class DesignBrief:
         max_iterations: The iterations the rig may use.
         siblings: Other tasks of the bridge a candidate may link to.
         config: A LangChain run config for model calls (names, tags, metadata for tracing).
+        judge: The validator's settings (confidence, budget, minimum effect).
     """
 
     task_id: str
@@ -52,6 +54,7 @@ class DesignBrief:
     max_iterations: int = 5
     siblings: Sequence[str] = ()
     config: dict[str, Any] = field(default_factory=dict)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
             max_iterations=context.max_iterations,
             siblings=tuple(context.siblings),
             config=trace_config("writer", state, context),
+            judge=context.judge_settings,
         )
         design = designer.design(brief)
         candidate, calls = design.candidate, design.model_calls

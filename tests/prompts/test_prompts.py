@@ -16,7 +16,7 @@ from envharness.sandbox import ALLOWED_IMPORTS, HOOKS
 ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_PLACEHOLDERS = {
-    "designer": {"objective", "allowed_imports", "hints"},
+    "designer": {"objective", "allowed_imports", "hints", "confidence", "min_effect"},
     "designer_task": {
         "task_id",
         "bridge",
@@ -51,7 +51,12 @@ def test_every_template_ships_as_package_data():
 
 def test_load_prompt_fills_placeholders_once():
     text = load_prompt(
-        "designer", objective="{hints} stays literal", allowed_imports="math, re", hints="H!"
+        "designer",
+        objective="{hints} stays literal",
+        allowed_imports="math, re",
+        hints="H!",
+        confidence="0.8",
+        min_effect="0.2",
     )
     assert "Objective: {hints} stays literal" in text
     assert "It may import only: math, re." in text
@@ -68,7 +73,9 @@ def test_load_prompt_raw_and_by_file_name():
 def test_load_prompt_errors():
     with pytest.raises(RiggerError, match=r"no prompt named 'writer'; available: designer"):
         load_prompt("writer")
-    with pytest.raises(RiggerError, match="prompt 'designer' needs values for: allowed_imports"):
+    with pytest.raises(
+        RiggerError, match="prompt 'designer' needs values for: allowed_imports, confidence"
+    ):
         load_prompt("designer", objective="auto")
     with pytest.raises(RiggerError, match="expected a prompt name as a str"):
         load_prompt(None)  # type: ignore[arg-type]
@@ -97,7 +104,7 @@ def test_designer_prompt_teaches_the_method():
         "Prefer small, local changes to blanket bans",
         "dry_run_setups",
         "check_rules",
-        "submit_candidate(rules_code, in_env_actions, rationale)",
+        "submit_candidate(rules_code, in_env_actions, knobs, link_task_ids, rationale)",
         "Submit once",
         "read the validator's feedback",
         "cannot change the reward",
@@ -111,6 +118,8 @@ def test_designer_prompt_lists_exactly_the_allowed_imports():
         objective="auto",
         allowed_imports=", ".join(sorted(ALLOWED_IMPORTS)),
         hints="",
+        confidence="0.8",
+        min_effect="0.2",
     )
     line = next(line for line in text.splitlines() if "It may import only:" in line)
     listed = line.split("It may import only: ", 1)[1].split(". ", 1)[0]

@@ -500,3 +500,48 @@ def test_all_names_import():
     package = importlib.import_module("envharness.tools")
     for name in package.__all__:
         assert hasattr(package, name), name
+
+
+DROP_CODE = (
+    "import random\n"
+    "DROP_P = 0.3\n\n"
+    "class _Rules:\n"
+    "    def filter_action(self, action, state):\n"
+    "        if random.random() < DROP_P:\n"
+    "            return 'That action failed; try again.'\n"
+    "        return action\n"
+)
+
+
+def test_submission_declares_knobs_and_links(session, tools):
+    knob = {"name": "DROP_P", "low": 0, "high": 0.9, "harder": "high"}
+    text = tools["submit_candidate"].invoke(
+        {
+            "rules_code": DROP_CODE,
+            "knobs": [knob],
+            "link_task_ids": ["1-1-4-6"],
+            "rationale": "unreliable actions, then a second puzzle",
+        }
+    )
+    assert "accepted for validation" in text and "knobs DROP_P" in text
+    candidate = session.submitted
+    assert candidate.link_task_ids == ["1-1-4-6"]
+    # The knob starts at its value in the code; the validator calibrates it from there.
+    assert candidate.knob_specs()[0].value == 0.3 and candidate.knobs[0]["harder"] == "high"
+    links = [c for c in candidate.apply(session.base_spec).components if c.type == "link"]
+    assert len(links) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"knobs": [{"name": "P", "low": 0, "high": 1, "harder": "high"}]}, "not an upper-case"),
+        ({"knobs": [{"name": "DROP_P", "low": 1, "high": 0, "harder": "high"}]}, "low < high"),
+        ({"knobs": [{"name": "DROP_P", "low": 0, "high": 1, "harder": "up"}]}, "harder"),
+        ({"link_task_ids": ["no-such-task"]}, "unknown task(s) ['no-such-task']"),
+    ],
+)
+def test_submission_knob_and_link_errors(session, tools, args, expected):
+    text = tools["submit_candidate"].invoke({"rules_code": DROP_CODE, "rationale": "r", **args})
+    assert text.startswith("ERROR:") and expected in text, text
+    assert session.submitted is None
