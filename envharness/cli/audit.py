@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envharness.cli._app import _clean_errors, _stderr, _stdout, app
-from envharness.cli.rollout import _ExecutorChoice, _make_executor
+from envharness.cli.rollout import ExecutorOption, WorkersOption, _ExecutorChoice, _make_executor
 
 if TYPE_CHECKING:
     from envharness.graph.judge.audit import AuditResult, AuditRow
@@ -120,20 +120,8 @@ def audit(
             help="The policy string to audit with (default: the one rig.json records).",
         ),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "--workers", "-w", min=1, help="Parallel workers (default: the CPUs; 1 runs inline)."
-        ),
-    ] = None,
-    executor: Annotated[
-        _ExecutorChoice,
-        typer.Option(
-            "--executor",
-            help="local: processes (inline with --workers 1); thread: threads, for LLM "
-            "policies; inline; ray: Ray tasks (--workers sets its CPUs).",
-        ),
-    ] = _ExecutorChoice.local,
+    workers: WorkersOption = None,
+    executor: ExecutorOption = _ExecutorChoice.local,
 ) -> None:
     """Re-measure every accepted harness of a rig on fresh seeds and check its claim.
 

@@ -38,6 +38,25 @@ class _ExecutorChoice(StrEnum):
     ray = "ray"
 
 
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", "-w", min=1, help="Parallel workers (default: the CPUs; 1 runs inline)."
+    ),
+]
+"""``--workers/-w``, shared by the commands that play rollouts."""
+
+ExecutorOption = Annotated[
+    _ExecutorChoice,
+    typer.Option(
+        "--executor",
+        help="local: processes (inline with --workers 1); thread: threads, for LLM "
+        "policies; inline; ray: Ray tasks (--workers sets its CPUs).",
+    ),
+]
+"""``--executor``, shared by the commands that play rollouts."""
+
+
 def _rollout_specs(
     name: str | None, tasks: int, split: str, harness: Path | None, options: dict[str, Any]
 ) -> list[HarnessSpec]:
@@ -160,20 +179,8 @@ def rollout(
             help="A HarnessSpec JSON file: play its task (--tasks and --split are ignored).",
         ),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "--workers", "-w", min=1, help="Parallel workers (default: the CPUs; 1 runs inline)."
-        ),
-    ] = None,
-    executor: Annotated[
-        _ExecutorChoice,
-        typer.Option(
-            "--executor",
-            help="local: processes (inline with --workers 1); thread: threads, for LLM "
-            "policies; inline; ray: Ray tasks (--workers sets its CPUs).",
-        ),
-    ] = _ExecutorChoice.local,
+    workers: WorkersOption = None,
+    executor: ExecutorOption = _ExecutorChoice.local,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of each task's first episode (then +1, +2 ...).")
     ] = 0,
