@@ -77,6 +77,18 @@ def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
     )
 
 
+def _easiest(candidate: Candidate, base: HarnessSpec) -> HarnessSpec:
+    """The candidate with its calibrated knob at the easy end: what the oracle check must pass.
+
+    The validator may turn the knob anywhere in its range, so a candidate is unsolvable only
+    when even its easiest setting is.
+    """
+    knobs = candidate.knob_specs()
+    if not knobs:
+        return candidate.apply(base)
+    return candidate.apply(base, {knobs[0].name: knobs[0].clamp(knobs[0].unscale(0.0))})
+
+
 def _lineage(
     state: RiggerState,
     context: RiggerContext,
@@ -187,7 +199,7 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
     else:
         candidate = Candidate.from_dict(raw)
         base = HarnessSpec.from_dict(state["base_spec"])
-        problem = None if candidate.is_empty() else _oracle_problem(candidate.apply(base), base)
+        problem = None if candidate.is_empty() else _oracle_problem(_easiest(candidate, base), base)
         if problem is not None:
             verdict = Verdict("refine", problem, side="too_hard")
         else:
