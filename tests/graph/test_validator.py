@@ -61,3 +61,17 @@ def test_a_candidate_the_oracle_loses_on_every_seed_is_unsolvable():
 def test_the_check_counts_only_when_the_oracle_solves_the_plain_task():
     always = tuple(range(_ORACLE_TRIES))
     assert _oracle_problem(spec(*always), spec(*always)) is None
+
+
+def test_a_knob_candidate_is_checked_at_its_easiest_setting():
+    from envharness.graph.heuristic.design_context import DesignContext
+    from envharness.graph.heuristic.templates import drop_actions
+    from envharness.graph.nodes.validator import _easiest
+
+    base = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+    context = DesignContext.from_spec(base, [], siblings=[])
+    candidate = drop_actions(context, 0.9)  # starts where even the oracle rarely gets through
+    assert _oracle_problem(candidate.apply(base), base) is not None
+    easiest = _easiest(candidate, base)
+    assert easiest.components[-1].config["knobs"] == {"DROP_P": 0.0}
+    assert _oracle_problem(easiest, base) is None
