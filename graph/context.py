@@ -52,7 +52,10 @@ class RiggerContext:
             :func:`~envharness.graph.designers.register_designer`, a
             :class:`~envharness.graph.designers.Designer` object, a model string for
             ``init_chat_model`` (e.g. ``google_genai:gemini-2.5-flash``) or a chat model object.
-        diagnoser: The diagnoser's model, same forms; ``None`` uses the designer's.
+        diagnoser: The diagnoser: ``"heuristic"``, a
+            :class:`~envharness.graph.designers.Diagnoser` object, or a model (string or
+            object); ``None`` uses the designer's model (the heuristic when the designer is not
+            a model).
         objective: ``auto``, ``sr:LOW-HIGH``, ``steps:LOW-HIGH`` or a plain-language weakness.
         k_observe: Baseline rollouts per task.
         k_validate: Validation rollouts between two looks of the judge (a batch).
@@ -168,9 +171,9 @@ class RiggerContext:
         model = self.writer_model if node == "writer" else self.diagnoser_model
         if self._is_heuristic(model):
             return "heuristic"
-        from envharness.graph.designers import Designer
+        from envharness.graph.designers import Designer, Diagnoser
 
-        if isinstance(model, Designer):
+        if isinstance(model, Designer | Diagnoser):
             return model.name
         if isinstance(model, str):
             return model

@@ -12,10 +12,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from envharness.graph.designers.protocol import Design, DesignBrief
+from envharness.graph.designers.protocol import Design, DesignBrief, Diagnosed, DiagnosisBrief
 from envharness.graph.records import Candidate, Verdict
 
-__all__ = ["HeuristicDesign", "ModelDesign", "attempts_feedback"]
+__all__ = [
+    "HeuristicDesign",
+    "HeuristicDiagnosis",
+    "ModelDesign",
+    "ModelDiagnosis",
+    "attempts_feedback",
+]
 
 
 class HeuristicDesign:
@@ -108,3 +114,50 @@ class ModelDesign:
             judge_settings=brief.judge,
         )
         return Design(candidate, session.model_calls)
+
+
+def _label(model: Any) -> str:
+    if isinstance(model, str):
+        return model
+    return (
+        getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
+    )
+
+
+class HeuristicDiagnosis:
+    """The offline diagnoser: direction and weaknesses from the baseline's statistics."""
+
+    name = "heuristic"
+
+    def diagnose(self, brief: DiagnosisBrief) -> Diagnosed:
+        """Diagnoses the baseline without a model."""
+        from envharness.graph.heuristic import heuristic_diagnosis
+
+        return Diagnosed(heuristic_diagnosis(list(brief.baseline), brief.objective))
+
+
+class ModelDiagnosis:
+    """A chat model's structured diagnosis of the baseline.
+
+    Args:
+        model: A chat model object or an ``init_chat_model`` string.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.name = _label(model)
+
+    def diagnose(self, brief: DiagnosisBrief) -> Diagnosed:
+        """Asks the model once, with the bridge's hints."""
+        from envharness.graph.designer import model_diagnosis, resolve_model
+        from envharness.prompts import load_hints
+
+        diagnosis = model_diagnosis(
+            resolve_model(self.model),
+            list(brief.baseline),
+            brief.baseline_stats,
+            brief.objective,
+            bridge_hints=load_hints(brief.base_spec.bridge.name),
+            config=brief.config,
+        )
+        return Diagnosed(diagnosis, 1)

@@ -1,4 +1,4 @@
-"""The one designer interface: what every designer knows (:class:`DesignBrief`) and returns.
+"""The designer and diagnoser interfaces: what each knows (a brief) and what it returns.
 
 The writer node hands a :class:`DesignBrief` to whatever :class:`Designer` the rig was given —
 the offline heuristic, a model agent, or a third party's — and gets a :class:`Design` back: a
@@ -21,7 +21,7 @@ from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["Design", "DesignBrief", "Designer"]
+__all__ = ["Design", "DesignBrief", "Designer", "Diagnosed", "DiagnosisBrief", "Diagnoser"]
 
 
 @dataclass(frozen=True)
@@ -82,4 +82,44 @@ class Designer(Protocol):
 
     def design(self, brief: DesignBrief) -> Design:
         """The next candidate for ``brief``."""
+        ...
+
+
+@dataclass(frozen=True)
+class DiagnosisBrief:
+    """What a diagnoser reads: the task and its baseline.
+
+    Attributes:
+        task_id: The task being rigged.
+        base_spec: The spec being rigged.
+        objective: The rig's objective.
+        baseline: The baseline trajectories.
+        baseline_stats: Their statistics.
+        config: A LangChain run config for model calls.
+    """
+
+    task_id: str
+    base_spec: HarnessSpec
+    objective: Objective
+    baseline: Sequence[Trajectory]
+    baseline_stats: RolloutStats
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """A diagnoser's answer and what it cost."""
+
+    diagnosis: Diagnosis
+    model_calls: int = 0
+
+
+@runtime_checkable
+class Diagnoser(Protocol):
+    """Finds what the policy does wrong: ``name`` and ``diagnose(brief)``."""
+
+    name: str
+
+    def diagnose(self, brief: DiagnosisBrief) -> Diagnosed:
+        """The diagnosis of ``brief``'s baseline."""
         ...

@@ -7,10 +7,15 @@ from collections.abc import Callable
 from typing import Any
 
 from envharness.errors import RiggerError
-from envharness.graph.designers.builtin import HeuristicDesign, ModelDesign
-from envharness.graph.designers.protocol import Designer
+from envharness.graph.designers.builtin import (
+    HeuristicDesign,
+    HeuristicDiagnosis,
+    ModelDesign,
+    ModelDiagnosis,
+)
+from envharness.graph.designers.protocol import Designer, Diagnoser
 
-__all__ = ["register_designer", "registered_designers", "resolve_designer"]
+__all__ = ["register_designer", "registered_designers", "resolve_designer", "resolve_diagnoser"]
 
 _REGISTRY: dict[str, Callable[[], Designer]] = {"heuristic": HeuristicDesign}
 _LOCK = threading.Lock()
@@ -55,3 +60,12 @@ def resolve_designer(spec: Any, *, max_turns: int = 12) -> Designer:
         if factory is not None:
             return factory()
     return ModelDesign(spec, max_turns=max_turns)
+
+
+def resolve_diagnoser(spec: Any) -> Diagnoser:
+    """The diagnoser ``spec`` names: a :class:`Diagnoser`, ``"heuristic"``, or a chat model."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "heuristic"):
+        return HeuristicDiagnosis()
+    if isinstance(spec, Diagnoser):
+        return spec
+    return ModelDiagnosis(spec)

@@ -7,12 +7,17 @@ from envharness.graph import RiggerContext, build_rigger
 from envharness.graph.designers import (
     Design,
     Designer,
+    Diagnosed,
+    Diagnoser,
     HeuristicDesign,
+    HeuristicDiagnosis,
     ModelDesign,
+    ModelDiagnosis,
     attempts_feedback,
     register_designer,
     registered_designers,
     resolve_designer,
+    resolve_diagnoser,
 )
 from envharness.graph.records import Candidate, Verdict
 from envharness.harness.spec import BridgeSpec, HarnessSpec
@@ -90,3 +95,35 @@ def test_feedback_lists_sides_and_calibrated_knobs():
     assert "refine (too easy)" in text and '"DROP_P": 0.9' in text
     assert text.count("class _Rules") == 100
     assert attempts_feedback([]) is None
+
+
+class ScaffoldEverything:
+    """A scripted third-party diagnoser: whatever the baseline, it asks for scaffolding."""
+
+    name = "always-scaffold"
+
+    def __init__(self) -> None:
+        self.briefs = []
+
+    def diagnose(self, brief):
+        from envharness.graph.records import Diagnosis
+
+        self.briefs.append(brief)
+        return Diagnosed(Diagnosis("scaffold", summary="scripted", source=self.name), 0)
+
+
+def test_a_third_party_diagnoser_goes_through_the_same_kind_of_protocol(tmp_path):
+    diagnoser = ScaffoldEverything()
+    assert isinstance(diagnoser, Diagnoser) and not isinstance(diagnoser, Designer)
+    context = RiggerContext(
+        run_dir=str(tmp_path), policy="oracle:1.0", objective="auto", diagnoser=diagnoser,
+        max_iterations=1,
+    )  # fmt: skip
+    start = {"task_id": TASK, "base_spec": HarnessSpec(BridgeSpec("toy24", TASK)).to_dict()}
+    state = build_rigger().invoke(start, {"configurable": {"thread_id": TASK}}, context=context)
+    assert state["diagnosis"]["source"] == "always-scaffold"
+    assert state["diagnosis"]["direction"] == "scaffold"
+    assert diagnoser.briefs[0].baseline_stats.n == 5 and len(diagnoser.briefs[0].baseline) == 5
+    assert context.model_name("diagnoser") == "always-scaffold"
+    assert isinstance(resolve_diagnoser("heuristic"), HeuristicDiagnosis)
+    assert isinstance(resolve_diagnoser("google_genai:gemini-2.5-flash"), ModelDiagnosis)
