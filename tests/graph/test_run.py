@@ -121,6 +121,8 @@ def test_cli_rig_and_show(tmp_path):
     shown = runner.invoke(app, ["show", str(accepted[0])])
     assert shown.exit_code == 0, shown.output
     assert "verdict:" in shown.output and "policy: oracle:0.5" in shown.output
+    assert "successes on fresh seeds, 95% interval" in shown.output  # the judgement
+    assert "seeds used by the rig" in shown.output
     spec = json.loads(accepted[0].read_text())
     for component in spec["components"]:
         if component["type"] == "rules":  # shown verbatim: no rich markup eaten ([i] etc.)
@@ -135,6 +137,9 @@ def test_cli_rig_and_show(tmp_path):
         (["rig", "nope"], "no bridge named 'nope'"),
         (["rig", "toy24", "--objective", "never uses undo"], "heuristic designer cannot"),
         (["show", "missing.json"], "cannot read missing.json"),
+        (["rig", "toy24", "--confidence", "1.5"], "expected confidence to be a number in"),
+        (["rig", "toy24", "--max-rollouts", "0"], "expected max_rollouts to be a positive int"),
+        (["rig", "toy24", "--min-effect", "0"], "expected min_effect to be a number in"),
     ],
 )
 def test_cli_errors(tmp_path, args, match):
