@@ -205,6 +205,8 @@ class Verdict:
         knobs: The final knob values (empty without knobs).
         seeds: The seeds of the rollouts judged.
         calibration: Every knob setting sampled: values, n, successes, the judge's decision.
+        baseline: For ``auto``, the fresh baseline rollouts the candidate was compared with
+            (:class:`~envharness.graph.judge.Outcomes` as a dict).
     """
 
     decision: Literal["accept", "refine", "undecided", "reject"]
@@ -217,6 +219,7 @@ class Verdict:
     knobs: dict[str, float] = field(default_factory=dict)
     seeds: list[int] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a plain dict."""

@@ -17,9 +17,11 @@ The rules, with ``c`` the confidence and ``f`` the futility threshold of :class:
   Student-t posterior of their mean steps; ``too_easy`` means too short (make it longer).
 - **scaffold** (``auto``, a failing baseline): accept when
   ``P(p - p_base >= min_effect) >= c``, both rates with their own posterior, so the baseline's
-  K=5 uncertainty is counted; refine at ``<= f``. The one-sided Fisher p-value is recorded too.
+  uncertainty is counted, *and* the one-sided Fisher exact test rejects "no change" at
+  ``alpha`` over the most looks the budget allows (Bonferroni); refine at ``<= f``.
 - **harden** (``auto``, a baseline the policy always solves): accept when
-  ``P(p_base - p >= min_effect) >= c`` and the policy still succeeds sometimes; a candidate with
+  ``P(p_base - p >= min_effect) >= c``, the Fisher test agrees at the same level, and the
+  policy still succeeds sometimes; a candidate with
   no success in ``2 * batch`` episodes is ``too_hard`` (unsolvable for this policy).
 - **fix-behaviour**: accept when the share of episodes showing a behaviour failure (loop,
   invalid or blocked actions) fell by ``min_effect`` with probability ``>= c`` and success did
@@ -97,6 +99,10 @@ class JudgeSettings:
         min_effect: The smallest change in success rate (or behaviour-failure rate) ``auto``
             counts as scaffolding, hardening or a behaviour fix.
         min_successes: Successful episodes a steps band needs before it is judged.
+        alpha: The two-sample test's level for ``auto``: a candidate is accepted only when the
+            one-sided Fisher exact test rejects "no change" at ``alpha`` divided by the most
+            looks the budget allows (Bonferroni), so a candidate that changes nothing is
+            accepted with probability at most ``alpha`` however often the judge looks.
 
     Raises:
         RiggerError: A setting out of range, named (e.g. ``confidence=1.5``).
@@ -108,11 +114,13 @@ class JudgeSettings:
     batch: int = 5
     min_effect: float = 0.2
     min_successes: int = 5
+    alpha: float = 0.05
 
     def __post_init__(self) -> None:
         _check_fraction("confidence", self.confidence)
         _check_fraction("futility", self.futility)
         _check_fraction("min_effect", self.min_effect)
+        _check_fraction("alpha", self.alpha)
         for name in ("max_rollouts", "batch", "min_successes"):
             _check_count(name, getattr(self, name))
         if self.futility >= self.confidence:
@@ -120,6 +128,11 @@ class JudgeSettings:
                 f"expected futility < confidence, got futility={self.futility} and "
                 f"confidence={self.confidence}"
             )
+
+    @property
+    def level_per_look(self) -> float:
+        """``alpha`` spread over the most looks ``max_rollouts`` allows (Bonferroni)."""
+        return self.alpha / math.ceil(self.max_rollouts / self.batch)
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict."""
@@ -378,8 +391,13 @@ def _shift(direction: str, o: Outcomes, base: Outcomes, settings: JudgeSettings)
     decision = _decide(probability, settings)
     if decision == "accept" and direction == "harden" and o.successes == 0:
         decision = "continue"  # reliably harder, but is it still solvable? sample more
+    p_value = post.fisher_p_value(o.successes, o.n, base.successes, base.n, alternative)
+    level = settings.level_per_look
+    if decision == "accept" and p_value > level:
+        decision = "continue"  # a large effect, not yet told apart from no change
+        claim += f", Fisher p = {p_value:.2g} > {level:.2g}"
     if decision == "accept":
-        reason = f"{claim} >= {settings.confidence:g}: {versus}"
+        reason = f"{claim} >= {settings.confidence:g} and Fisher p = {p_value:.2g}: {versus}"
     elif decision == "refine":
         more = "scaffold more" if direction == "scaffold" else "harden more"
         reason = f"{claim}: {versus}; {more}"
@@ -404,6 +422,9 @@ def _behaviour(o: Outcomes, base: Outcomes, settings: JudgeSettings) -> Judgemen
     kept = post.shift_probability(o.successes, o.n, base.successes, base.n, -d)
     probability = min(fewer, kept)
     decision = _decide(probability, settings)
+    behaviour_p = post.fisher_p_value(o.behaviour, o.n, base.behaviour, base.n, "less")
+    if decision == "accept" and behaviour_p > settings.level_per_look:
+        decision = "continue"
     claim = (
         f"P(behaviour failures fell by >= {d:g}) = {fewer:.2f}, "
         f"P(success fell by < {d:g}) = {kept:.2f}"
@@ -421,8 +442,7 @@ def _behaviour(o: Outcomes, base: Outcomes, settings: JudgeSettings) -> Judgemen
     verdict = _verdict(
         decision, None, "fix-behaviour", o, settings, reason, probability=probability
     )
-    p_value = post.fisher_p_value(o.behaviour, o.n, base.behaviour, base.n, "less")
-    return replace(verdict, p_value=p_value, effect=o.rate - base.rate)
+    return replace(verdict, p_value=behaviour_p, effect=o.rate - base.rate)
 
 
 def judge(

@@ -36,7 +36,14 @@ from envharness.graph.judge.decisions import Judgement, JudgeSettings, Outcomes,
 from envharness.graph.judge.posterior import posterior
 from envharness.graph.objective import Objective
 
-__all__ = ["Sampler", "SettingRecord", "ValidationRun", "knob_aim", "validate_candidate"]
+__all__ = [
+    "BaselineSampler",
+    "Sampler",
+    "SettingRecord",
+    "ValidationRun",
+    "knob_aim",
+    "validate_candidate",
+]
 
 _ABANDON_BELOW = 0.3
 """A committed knob setting whose claim probability is below this after four batches is left
@@ -44,6 +51,9 @@ for a recalibrated one (its rollouts stay in the pool)."""
 
 Sampler = Callable[[dict[str, float], int, int], Outcomes]
 """``sample(knob_values, first_seed, n) -> Outcomes`` of ``n`` fresh episodes."""
+
+BaselineSampler = Callable[[int, int], Outcomes]
+"""``sample_baseline(first_seed, n) -> Outcomes`` of ``n`` fresh episodes of the baseline."""
 
 
 @dataclass
@@ -83,6 +93,9 @@ class ValidationRun:
         settings: Every setting sampled, the final one last.
         next_seed: The first seed no rollout of this validation used.
         calibrated: Whether the knob was moved from the designer's start value.
+        baseline: The fresh baseline rollouts the candidate was compared with (``None`` when
+            it was compared with the observe rollouts, or with a band).
+        baseline_seeds: Their seeds.
     """
 
     decision: Literal["accept", "refine", "undecided"]
@@ -91,15 +104,17 @@ class ValidationRun:
     settings: list[SettingRecord] = field(default_factory=list)
     next_seed: int = 0
     calibrated: bool = False
+    baseline: Outcomes | None = None
+    baseline_seeds: list[int] = field(default_factory=list)
 
     @property
     def rollouts(self) -> int:
-        """Policy rollouts spent."""
-        return sum(s.outcomes.n for s in self.settings)
+        """Policy rollouts spent (fresh baseline rollouts included)."""
+        return sum(s.outcomes.n for s in self.settings) + len(self.baseline_seeds)
 
     @property
     def seeds(self) -> list[int]:
-        """Every seed played."""
+        """Every seed the candidate was played on."""
         return [seed for s in self.settings for seed in s.seeds]
 
 
@@ -144,8 +159,13 @@ def validate_candidate(
     settings: JudgeSettings | None = None,
     knobs: Sequence[Knob] = (),
     start: Mapping[str, float] | None = None,
+    sample_baseline: BaselineSampler | None = None,
 ) -> ValidationRun:
     """Validates one candidate on fresh seeds, tuning its first knob if it has one.
+
+    With ``sample_baseline``, a comparison with the baseline (``auto``: scaffold, harden,
+    fix-behaviour) is made against fresh baseline rollouts drawn batch by batch beside the
+    candidate's, never against the observe rollouts that chose the direction.
 
     Args:
         objective: The rig's objective.
@@ -156,6 +176,7 @@ def validate_candidate(
         settings: Confidence and budget.
         knobs: The candidate's knobs; the first one is calibrated, the others stay put.
         start: Knob values to start from instead of the knobs' own.
+        sample_baseline: Plays ``n`` fresh episodes of the baseline from a first seed.
 
     Returns:
         The :class:`ValidationRun`.
@@ -177,24 +198,44 @@ def validate_candidate(
     aim = knob_aim(objective, direction, baseline, settings) if knob is not None else None
     tolerance = _tolerance(objective)
     records: list[SettingRecord] = []
-    seed, calibrated = first_seed, False
+    seed, spent, calibrated = first_seed, 0, False
     current = _fresh(values, objective, direction, baseline, settings)
     committed = knob is None or aim is None
+    paired = (
+        sample_baseline is not None
+        and not objective.is_band
+        and direction in ("scaffold", "harden", "fix-behaviour")
+    )
+    fresh_baseline, baseline_seeds = Outcomes(), []
 
     def finish(decision: Literal["accept", "refine", "undecided"]) -> ValidationRun:
         done = [*records, current] if current.outcomes.n else records
         last = done[-1] if done else current
-        return ValidationRun(decision, last.judgement, last.values, done, seed, calibrated)
+        return ValidationRun(
+            decision, last.judgement, last.values, done, seed, calibrated,
+            fresh_baseline if paired else None, baseline_seeds,
+        )  # fmt: skip
 
-    while seed - first_seed < settings.max_rollouts:
-        n = min(settings.batch, settings.max_rollouts - (seed - first_seed))
+    per_batch = 2 if paired else 1
+    while spent + per_batch <= settings.max_rollouts:
+        n = min(settings.batch, (settings.max_rollouts - spent) // per_batch)
+        if paired:
+            assert sample_baseline is not None
+            drawn = sample_baseline(seed, n)
+            if drawn.n != n:
+                raise RiggerError(f"the baseline sampler returned {drawn.n} episodes, expected {n}")
+            fresh_baseline += drawn
+            baseline_seeds += list(range(seed, seed + n))
+            seed += n
         outcomes = sample(dict(current.values), seed, n)
         if outcomes.n != n:
             raise RiggerError(f"the sampler returned {outcomes.n} episodes, expected {n}")
         current.outcomes += outcomes
         current.seeds += list(range(seed, seed + n))
         seed += n
-        verdict = judge(objective, direction, current.outcomes, baseline, settings)
+        spent += per_batch * n
+        reference = fresh_baseline if paired else baseline
+        verdict = judge(objective, direction, current.outcomes, reference, settings)
         current.judgement = verdict
         if verdict.decision == "accept":
             return finish("accept")

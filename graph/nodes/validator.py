@@ -110,6 +110,7 @@ def _lineage(
             "candidate": verdict.stats,
             "verdict": verdict.reason,
             "judgement": verdict.judgement,
+            "fresh_baseline": verdict.baseline,
             "judge": context.judge_settings.to_dict(),
             "knobs": verdict.knobs,
             "calibration": verdict.calibration,
@@ -139,6 +140,11 @@ def _validate(
         judged.update((t.seed, t) for t in trajectories)
         return Outcomes.from_trajectories(trajectories)
 
+    def sample_baseline(first_seed: int, n: int) -> Outcomes:
+        trajectories, batch_keys = play(context, base, n, first_seed=first_seed)
+        keys.extend(batch_keys)
+        return Outcomes.from_trajectories(trajectories)
+
     run = validate_candidate(
         context.objective,
         state["diagnosis"]["direction"],
@@ -147,6 +153,7 @@ def _validate(
         first_seed=state["next_seed"],
         settings=context.judge_settings,
         knobs=candidate.knob_specs(),
+        sample_baseline=sample_baseline,
     )
     final = run.settings[-1] if run.settings else None
     seeds = list(final.seeds) if final is not None else []
@@ -161,6 +168,7 @@ def _validate(
         judgement=run.judgement.to_dict(),
         knobs=dict(run.values),
         seeds=seeds,
+        baseline=run.baseline.to_dict() if run.baseline is not None else None,
         calibration=[
             {
                 "values": s.values,

@@ -131,22 +131,34 @@ def test_harden_that_made_the_task_unsolvable_is_too_hard():
     assert "unsolvable" in verdict.reason
 
 
+FRESH_ALWAYS = Outcomes(20, 20)  # fresh baseline rollouts drawn beside the candidate's
+
+
 @pytest.mark.parametrize(("n", "successes"), [(30, 4), (20, 2), (15, 3), (30, 10)])
 def test_clearly_harder_is_accepted(n, successes):
-    verdict = judge("auto", "harden", Outcomes(n, successes), ALWAYS)
+    verdict = judge("auto", "harden", Outcomes(n, successes), FRESH_ALWAYS)
     assert verdict.decision == "accept"
     assert verdict.method == "harden"
     assert verdict.probability >= 0.8
     assert verdict.effect == pytest.approx(successes / n - 1.0)
-    assert verdict.p_value == pytest.approx(fisher_p_value(successes, n, 5, 5, "less"))
-    assert verdict.p_value < 0.05
+    assert verdict.p_value == pytest.approx(fisher_p_value(successes, n, 20, 20, "less"))
+    assert verdict.p_value <= JudgeSettings().level_per_look
+
+
+def test_a_large_effect_waits_for_the_two_sample_test():
+    # 10/30 against 5/5 is probably 0.2 lower, but Fisher cannot yet tell it from no change
+    # at 0.05 over the 40 looks the budget allows.
+    verdict = judge("auto", "harden", Outcomes(30, 10), ALWAYS)
+    assert verdict.probability >= 0.8 and verdict.p_value > JudgeSettings().level_per_look
+    assert verdict.decision == "continue" and "Fisher p" in verdict.reason
+    assert JudgeSettings().level_per_look == pytest.approx(0.05 / 40)
 
 
 def test_clearly_scaffolded_is_accepted_and_no_gain_is_refined():
-    verdict = judge("auto", "scaffold", Outcomes(20, 15), NEVER)
+    verdict = judge("auto", "scaffold", Outcomes(20, 15), Outcomes(20, 0))
     assert (verdict.decision, verdict.method) == ("accept", "scaffold")
     assert verdict.effect == pytest.approx(0.75)
-    assert verdict.p_value == pytest.approx(fisher_p_value(15, 20, 0, 5, "greater"))
+    assert verdict.p_value == pytest.approx(fisher_p_value(15, 20, 0, 20, "greater"))
     flat = judge("auto", "scaffold", Outcomes(20, 0), NEVER)
     assert (flat.decision, flat.side) == ("refine", "too_hard")
     assert "scaffold more" in flat.reason

@@ -161,3 +161,35 @@ def test_knob_aim():
     axis, aim = knob_aim(Objective.parse("auto"), "scaffold", Outcomes(5, 0), s)
     assert (axis, aim) == ("success", pytest.approx(1 / 7 + 0.4))
     assert knob_aim(Objective.parse("auto"), "fix-behaviour", ALWAYS, s) is None
+
+
+def test_auto_compares_with_fresh_baseline_rollouts_drawn_beside_the_candidates():
+    # The observe rollouts said 0/5 (an unlucky baseline); the fresh ones show it is ~0.9, so a
+    # candidate at ~0.9 is no scaffold, however far above the observe rollouts it lies.
+    base_calls: list[tuple[int, int]] = []
+
+    def sample_baseline(first_seed, n):
+        base_calls.append((first_seed, n))
+        return Outcomes(n, n - (first_seed % 2))
+
+    run = validate_candidate(
+        "auto",
+        "scaffold",
+        Outcomes(5, 0),
+        repeating(5, 4),
+        first_seed=100,
+        settings=JudgeSettings(max_rollouts=60),
+        sample_baseline=sample_baseline,
+    )
+    assert run.decision != "accept"
+    assert run.baseline is not None and run.baseline.n == len(run.baseline_seeds)
+    candidate_seeds = set(run.seeds)
+    assert not candidate_seeds & set(run.baseline_seeds)  # every rollout on its own seed
+    assert sorted(candidate_seeds | set(run.baseline_seeds)) == list(range(100, run.next_seed))
+    assert run.rollouts == len(candidate_seeds) + len(run.baseline_seeds) <= 60
+    assert [n for _, n in base_calls] == [5] * len(base_calls)
+    # Bands never draw a baseline.
+    band = validate_candidate(
+        BAND, "harden", ALWAYS, repeating(5), first_seed=0, sample_baseline=sample_baseline
+    )
+    assert band.baseline is None and band.baseline_seeds == []
