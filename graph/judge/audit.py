@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envharness.errors import DependencyNotInstalled, EnvHarnessError, RiggerError
+from envharness.errors import EnvHarnessError, RiggerError
+from envharness.graph.judge.posterior import fisher_p_value
 from envharness.graph.objective import Objective
 from envharness.graph.outputs import write_json
 from envharness.harness.spec import BridgeSpec, HarnessSpec
@@ -304,7 +305,6 @@ def direction_test(direction: str, candidate: tuple[int, int], baseline: tuple[i
 
     Raises:
         ValueError: If ``direction`` is neither ``harden`` nor ``scaffold``.
-        DependencyNotInstalled: If scipy (the ``rigger`` extra) is missing.
 
     Example:
         >>> direction_test("harden", (8, 20), (20, 20)) < 0.001
@@ -314,15 +314,8 @@ def direction_test(direction: str, candidate: tuple[int, int], baseline: tuple[i
     """
     if direction not in _TESTED_DIRECTIONS:
         raise ValueError(f"expected direction 'harden' or 'scaffold', got {direction!r}")
-    try:
-        from scipy.stats import fisher_exact
-    except ImportError as e:
-        raise DependencyNotInstalled("scipy", "rigger", purpose="the audit's Fisher test") from e
-    (k_c, n_c), (k_b, n_b) = candidate, baseline
-    table = [[k_c, n_c - k_c], [k_b, n_b - k_b]]
     alternative = "less" if direction == "harden" else "greater"
-    _, p_value = fisher_exact(table, alternative=alternative)
-    return float(min(1.0, max(0.0, p_value)))
+    return fisher_p_value(*candidate, *baseline, alternative)
 
 
 def _audited(trajectories: list[Trajectory]) -> dict[str, Any]:
