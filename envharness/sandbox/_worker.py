@@ -92,6 +92,34 @@ def _describe(exc: BaseException) -> str:
     return message if len(message) <= _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + "..."
 
 
+def _rules_line(exc: BaseException) -> int | None:
+    """The line of the rules code that raised ``exc`` (its innermost ``<rules>`` frame), if any.
+
+    Only a plain int leaves the child; anything odd about the traceback gives ``None``.
+    """
+    try:
+        line = None
+        tb = exc.__traceback__
+        for _ in range(100_000):
+            if tb is None:
+                break
+            if tb.tb_frame.f_code.co_filename == "<rules>":
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return line if type(line) is int and line > 0 else None
+    except BaseException:
+        return None
+
+
+def _failure(key: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+    """An error reply: ``{key: description, "line": N, **extra}`` (``line`` when known)."""
+    reply: dict[str, Any] = {key: _describe(exc), **extra}
+    line = _rules_line(exc)
+    if line is not None:
+        reply["line"] = line
+    return reply
+
+
 def _type_name(value: Any) -> str:
     try:
         return str(type(value).__name__)[:100]
@@ -230,7 +258,7 @@ class _HookFailed(Exception):
 
 
 def _raised(hook: str, exc: BaseException) -> _HookFailed:
-    return _HookFailed({"raised": _describe(exc), "hook": hook})
+    return _HookFailed(_failure("raised", exc, hook=hook))
 
 
 def _after_step(rules: Any, hooks: frozenset[str]) -> Any:
@@ -275,7 +303,7 @@ def _answer(handlers: dict[str, tuple[Any, str]], request: Any, seq: int, cap: i
     except _HookFailed as e:
         reply = e.reply
     except BaseException as e:
-        reply = {"raised": _describe(e), "hook": hook}
+        reply = _failure("raised", e, hook=hook)
     if type(value) is str and len(value) > cap:  # its JSON is longer still: skip encoding it
         reply = {"too_big": len(value), "hook": hook, "returned": "str"}
     try:
@@ -313,7 +341,7 @@ def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) ->
         hooks = frozenset(h for h in policy.HOOKS if callable(getattr(rules, h, None)))
         handlers = _handlers(rules, hooks)
     except BaseException as e:
-        write(REPLY_FD, protocol.encode({"load_failed": _describe(e)}, 0))
+        write(REPLY_FD, protocol.encode(_failure("load_failed", e), 0))
         return
     ready = {"ready": {"hooks": sorted(hooks), "protections": protections}}
     write(REPLY_FD, protocol.encode(ready, 0))

@@ -124,9 +124,13 @@ def _check_cached(code: str) -> RulesCodeInfo:
             raise RulesError(f"the code cannot be parsed: {e.msg}") from None
         text = (e.text or "").strip()
         where = f" in `{text}`" if text else ""
-        raise RulesError(
-            f"line {e.lineno}: syntax error{where}: {e.msg}; fix the code so that it parses"
-        ) from None
+        fence = (
+            "; the code is wrapped in a markdown fence (```): send the bare Python source, "
+            "without the ``` lines"
+            if text.startswith("```") or code.lstrip().startswith("```")
+            else "; fix the code so that it parses"
+        )
+        raise RulesError(f"line {e.lineno}: syntax error{where}: {e.msg}{fence}") from None
     except ValueError as e:  # null bytes, on older Pythons
         raise RulesError(f"the code cannot be parsed: {e}") from None
 

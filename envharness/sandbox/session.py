@@ -9,6 +9,7 @@ child died, broke the protocol or sent too much) kills the child and raises
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -222,7 +223,8 @@ class RulesSession:
                     self._after_hook = "filter_observation" if last else "modify_transition"
                 return
         if type(reply) is dict and type(reply.get("load_failed")) is str:
-            raise self._fail(None, f"loading the code raised {_clip(reply['load_failed'])}")
+            where = _at_line(reply.get("line"))
+            raise self._fail(None, f"loading the code raised {_clip(reply['load_failed'])}{where}")
         if type(reply) is dict and type(reply.get("setup_failed")) is str:
             self._release()
             raise SandboxUnavailableError(
@@ -340,10 +342,15 @@ class RulesSession:
                 raise
             if type(reply) is dict and len(reply) == 1 and "ok" in reply:
                 return reply["ok"]
-            raise self._fail_from_reply(hook, reply)
+            raise self._fail_from_reply(hook, reply, args)
 
-    def _fail_from_reply(self, hook: str, reply: Any) -> RulesError:
-        """Turns an error reply from the child into the session's failure."""
+    def _fail_from_reply(self, hook: str, reply: Any, args: list[Any] | None = None) -> RulesError:
+        """Turns an error reply from the child into the session's failure.
+
+        A raised error gets the line of the rules code the child names (a plain int, checked);
+        a ``KeyError`` also gets the keys of the ``state`` (and action) the host sent, which the
+        host knows without trusting the child.
+        """
         if type(reply) is not dict:
             return self._fail(hook, "broke the protocol (the reply is not an object)")
         named = reply.get("hook")
@@ -351,7 +358,8 @@ class RulesSession:
             hook = named
         raised, returned, too_big = reply.get("raised"), reply.get("returned"), reply.get("too_big")
         if type(raised) is str:
-            return self._fail(hook, f"raised {_clip(raised)}")
+            keys = _valid_keys(args) if raised.startswith("KeyError") else ""
+            return self._fail(hook, f"raised {_clip(raised)}{_at_line(reply.get('line'))}{keys}")
         if type(too_big) is int:
             return self._fail(
                 hook,
@@ -463,6 +471,33 @@ def _describe(value: Any) -> str:
     if type(value) is dict:
         return f"a dict with keys {sorted(map(str, value))[:10]}"
     return type(value).__name__
+
+
+def _at_line(line: Any) -> str:
+    """`` (at line N of the rules code)`` for a line number the child sent, else ``""``."""
+    if type(line) is int and 0 < line < 1_000_000:
+        return f" (at line {line} of the rules code)"
+    return ""
+
+
+def _key_list(value: Any, limit: int = 40) -> str:
+    names = [json.dumps(str(k), ensure_ascii=False) for k in list(value)[:limit]]
+    more = f", ... ({len(value) - limit} more)" if len(value) > limit else ""
+    return ", ".join(names) + more if names else "none"
+
+
+def _valid_keys(args: list[Any] | None) -> str:
+    """The keys a hook's ``state`` (and action) had, from the host's own copy of the call."""
+    if not args or type(args[-1]) is not dict:
+        return ""
+    text = f"; the keys of `state` are: {_key_list(args[-1])}"
+    action = args[0]
+    if len(args) >= 2 and type(action) is dict and type(action.get("args")) is dict:
+        text += (
+            '; `action` has the keys "tool" and "args", and action["args"] the keys: '
+            + _key_list(action["args"])
+        )
+    return text
 
 
 def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
