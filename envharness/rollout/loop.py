@@ -20,10 +20,10 @@ from typing import Any
 from envharness.core import Action, ActionableEnv, Evaluation, ToolSpec
 from envharness.errors import InvalidActionError
 from envharness.harness.spec import HarnessSpec
-from envharness.rollout.policy import Policy, describe_policy, policy_usage
+from envharness.rollout.policy import Policy, describe_policy, policy_usage, start_policy
 from envharness.rollout.trajectory import Step, Trajectory
 
-__all__ = ["invalid_action_feedback", "rollout"]
+__all__ = ["invalid_action_feedback", "rejected_observation", "rollout"]
 
 _log = logging.getLogger("envharness.rollout")
 
@@ -53,27 +53,68 @@ def _signature(tool: ToolSpec) -> str:
     return f"{tool.name}({', '.join(names)})"
 
 
-def invalid_action_feedback(error: BaseException | str, tools: Sequence[ToolSpec]) -> str:
-    """The observation an agent gets after an invalid action: the error and the tools to call.
+_DIGEST_CHARS = 160
+
+
+def _digest(observation: str, limit: int = _DIGEST_CHARS) -> str:
+    """``observation`` on one line, cut to ``limit`` characters (``…`` marks a cut)."""
+    text = " ".join(observation.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def invalid_action_feedback(
+    error: BaseException | str,
+    tools: Sequence[ToolSpec],
+    observation: str | None = None,
+) -> str:
+    """The observation an agent gets after an invalid action, in two or three short lines.
+
+    The first line is the error and says that nothing changed; when the error names a tool and
+    does not already show its usage, the tool's signature follows (when it names none, the
+    tools' signatures, without their descriptions); the last line digests the current
+    observation (the state the agent is still in).
 
     Args:
         error: The error (usually an :class:`~envharness.errors.InvalidActionError`) or its text.
         tools: The tools the agent may call.
+        observation: The current observation; left out when ``None``.
 
     Example:
         >>> from envharness.core import ToolSpec
-        >>> print(invalid_action_feedback("no tool call in the reply", [ToolSpec("undo", "Undo.")]))
-        Your last action was not carried out: no tool call in the reply
-        Available tools:
-        - undo(): Undo.
-        Reply with exactly one call to one of these tools.
+        >>> print(invalid_action_feedback(
+        ...     "no tool call in the reply", [ToolSpec("undo", "Undo.")], "Numbers left: 4 4 10"
+        ... ))
+        Error: no tool call in the reply. Nothing changed.
+        Tools: undo()
+        Now: Numbers left: 4 4 10
     """
-    lines = [f"Your last action was not carried out: {error}", "Available tools:"]
-    for tool in tools:
-        summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-        lines.append(f"- {_signature(tool)}: {summary}" if summary else f"- {_signature(tool)}")
-    lines.append("Reply with exactly one call to one of these tools.")
+    tool_name = getattr(error, "tool", None)
+    reason = getattr(error, "reason", None) if isinstance(error, InvalidActionError) else None
+    text = str(reason if reason is not None else error).strip().rstrip(".")
+    head = f"Error in {tool_name}: {text}" if tool_name else f"Error: {text}"
+    lines = [f"{head}. Nothing changed."]
+    tool = next((t for t in tools if t.name == tool_name), None)
+    if tool is not None and "usage:" not in text:
+        lines.append(f"Usage: {_signature(tool)}")
+    elif tool is None and not any(t.name in text for t in tools):
+        lines.append(f"Tools: {', '.join(_signature(t) for t in tools)}")
+    if observation is not None and observation.strip():
+        lines.append(f"Now: {_digest(observation)}")
     return "\n".join(lines)
+
+
+def rejected_observation(observation: str, reason: str) -> str:
+    """The env's answer to a rejected action, with the env's reason added when it lacks it.
+
+    Example:
+        >>> print(rejected_observation("Nothing happens.", "'go to sink 1' is not admissible"))
+        Nothing happens.
+        Rejected: 'go to sink 1' is not admissible.
+    """
+    reason = reason.strip()
+    if not reason or reason.rstrip(".") in observation:
+        return observation
+    return f"{observation.rstrip()}\nRejected: {reason.rstrip('.')}."
 
 
 def _act_with_deadline(policy: Policy, observation: str, timeout: float) -> Any:
@@ -160,7 +201,7 @@ class _Episode:
         except Exception as e:
             raise _EpisodeOver("env_error", _describe_error(e)) from e
         try:
-            policy.start(trajectory.instruction, list(self.tools))
+            start_policy(policy, trajectory.instruction, list(self.tools), self.budget)
             attach = getattr(policy, "attach", None)
             if callable(attach):
                 attach(env)
@@ -170,13 +211,14 @@ class _Episode:
 
     def _play(self, observation: str) -> None:
         steps = self.trajectory.steps
+        current = observation  # the env's own view of the state the agent is in
         while len(steps) < self.budget:
             index = len(steps)
             clock = time.perf_counter()
             try:
                 action = self._act(observation, index)
             except InvalidActionError as e:
-                feedback = invalid_action_feedback(e, self.tools)
+                feedback = invalid_action_feedback(e, self.tools, current)
                 steps.append(
                     Step(
                         index,
@@ -189,7 +231,7 @@ class _Episode:
                 observation = feedback
                 continue
             policy_seconds = time.perf_counter() - clock
-            step = self._env_step(index, action, policy_seconds)
+            step = self._env_step(index, action, policy_seconds, current)
             steps.append(step)
             if step.error is not None:
                 raise _EpisodeOver("env_error", step.error)
@@ -197,6 +239,8 @@ class _Episode:
                 self.trajectory.end_reason = "terminated" if step.terminated else "truncated"
                 return
             observation = step.observation
+            if step.invalid is None and not step.blocked:
+                current = step.observation
         self.trajectory.end_reason = "budget"
 
     def _act(self, observation: str, index: int) -> Action:
@@ -219,7 +263,7 @@ class _Episode:
             return raw
         return Action.from_dict(raw)  # a dict is accepted; anything else is an invalid step
 
-    def _env_step(self, index: int, action: Action, policy_seconds: float) -> Step:
+    def _env_step(self, index: int, action: Action, policy_seconds: float, current: str) -> Step:
         clock = time.perf_counter()
         try:
             result = self.env.step(action)
@@ -227,7 +271,7 @@ class _Episode:
             return Step(
                 index,
                 action.to_dict(),
-                invalid_action_feedback(e, self.tools),
+                invalid_action_feedback(e, self.tools, current),
                 invalid=str(e),
                 policy_seconds=policy_seconds,
                 env_seconds=time.perf_counter() - clock,
@@ -257,15 +301,19 @@ class _Episode:
             )
         info = info if isinstance(info, dict) else {}
         invalid = info.get("invalid_action")
+        invalid = None if invalid is None or invalid is False else str(invalid)
+        observation = str(observation)
+        if invalid is not None:
+            observation = rejected_observation(observation, invalid)
         return Step(
             index,
             action.to_dict(),
-            str(observation),
+            observation,
             reward=reward,
             terminated=bool(terminated),
             truncated=bool(truncated),
             blocked=bool(info.get("blocked", False)),
-            invalid=None if invalid is None or invalid is False else str(invalid),
+            invalid=invalid,
             policy_seconds=policy_seconds,
             env_seconds=env_seconds,
         )
@@ -391,7 +439,7 @@ def rollout(
 ) -> Trajectory:
     """Plays one episode of ``env`` with ``policy`` and records it.
 
-    The sequence is ``env.reset(seed=seed)``, ``policy.start(instruction, tools)``,
+    The sequence is ``env.reset(seed=seed)``, ``policy.start(instruction, tools, max_steps=...)``,
     ``policy.attach(env)`` if the policy has it (privileged oracle policies only), then
     ``policy.act(observation)`` / ``env.step(action)`` until the env terminates or truncates, or
     ``max_steps`` agent steps (invalid ones included) are used, and finally ``env.evaluate()``.
@@ -408,11 +456,14 @@ def rollout(
       as a step holding the action and the error.
 
     An ``InvalidActionError`` from ``act`` (no usable action) or from ``env.step`` (the action
-    does not fit the tool schemas) becomes an invalid step: its observation is feedback naming the
-    error and the available tools, and that feedback is what the policy sees next. A well-formed
-    action the env rejects keeps the env's own observation; ``info["invalid_action"]`` is recorded
-    in ``Step.invalid`` and ``info["blocked"]`` in ``Step.blocked``. Errors are recorded as
-    ``"ExceptionType: message"``.
+    does not fit the tool schemas) becomes an invalid step: its observation is short feedback
+    (:func:`invalid_action_feedback`: the error, that nothing changed, the tool's usage when the
+    call was malformed, a digest of the current observation), and that feedback is what the
+    policy sees next. A well-formed action the env rejects keeps the env's own observation, with
+    the env's reason (``info["invalid_action"]``) added when the observation does not already say
+    it (:func:`rejected_observation`); the reason is recorded in ``Step.invalid`` and
+    ``info["blocked"]`` in ``Step.blocked``. Errors are recorded as ``"ExceptionType: message"``.
+    The policy's ``start`` gets the budget as ``max_steps=`` when it accepts that keyword.
 
     With ``step_timeout``, each ``act`` runs in a daemon thread. On a timeout the loop stops
     waiting and ends the episode, but Python cannot stop a thread: the abandoned ``act`` may keep

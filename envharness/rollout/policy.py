@@ -1,8 +1,8 @@
 """The ``Policy`` protocol: the black box EnvHarness rigs environments for.
 
-A policy sees only what an agent sees: the task's instruction, the tool schemas and each
-observation. One policy object plays one episode; a :data:`PolicyFactory` makes a fresh one per
-episode from the episode's seed, and is picklable so it can run in another process.
+A policy sees only what an agent sees: the task's instruction, the tool schemas, its step budget
+and each observation. One policy object plays one episode; a :data:`PolicyFactory` makes a fresh
+one per episode from the episode's seed, and is picklable so it can run in another process.
 
 Besides ``start`` and ``act``, a policy may offer these optional extras; the rollout loop and the
 statistics look for them and do without when they are absent:
@@ -19,6 +19,7 @@ statistics look for them and do without when they are absent:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ __all__ = [
     "TokenUsage",
     "describe_policy",
     "policy_usage",
+    "start_policy",
 ]
 
 TokenUsage = dict[str, int]
@@ -45,6 +47,11 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 @runtime_checkable
 class Policy(Protocol):
     """An agent that plays one episode.
+
+    ``start`` may take a keyword ``max_steps``: the agent's step budget for the episode (every
+    ``act`` call is one step, a rejected or malformed action included). The rollout loop passes
+    it to a ``start`` that accepts it (see :func:`start_policy`), so policies written without it
+    keep working.
 
     ``act`` may raise :class:`~envharness.errors.InvalidActionError` when the agent's reply is not
     a usable action (no tool call, an unknown tool, bad arguments): the rollout loop records an
@@ -109,3 +116,36 @@ def policy_usage(policy: Any) -> TokenUsage:
     usage = getattr(policy, "usage", None)
     counts = usage() if callable(usage) else {}
     return {key: int(counts.get(key, 0) or 0) for key in _USAGE_KEYS}
+
+
+def _takes_max_steps(start: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(start).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "max_steps" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in parameters
+    )
+
+
+def start_policy(
+    policy: Policy, instruction: str, tools: Sequence[ToolSpec], max_steps: int | None
+) -> None:
+    """Calls ``policy.start``, with ``max_steps=`` when its ``start`` accepts that keyword.
+
+    Example:
+        >>> class Counting:
+        ...     def start(self, instruction, tools, *, max_steps=None):
+        ...         self.budget = max_steps
+        ...     def act(self, observation): ...
+        >>> policy = Counting()
+        >>> start_policy(policy, "Win.", [], 30)
+        >>> policy.budget
+        30
+    """
+    if max_steps is not None and _takes_max_steps(policy.start):
+        policy.start(instruction, tools, max_steps=max_steps)
+    else:
+        policy.start(instruction, tools)

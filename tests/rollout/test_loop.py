@@ -97,7 +97,10 @@ def test_invalid_action_from_the_policy_becomes_feedback(toy):
     assert first.action is None
     assert first.invalid == "invalid action: no tool call in the reply"
     assert "no tool call in the reply" in first.observation
+    assert "Nothing changed" in first.observation
     assert "combine(a, op, b)" in first.observation and "undo()" in first.observation
+    assert "Now: Numbers left: 4 4 10 10" in first.observation  # the state it is still in
+    assert len(first.observation) < 300
     assert policy.observations[1] == first.observation  # the policy saw the feedback next
     assert trajectory.success and len(trajectory.steps) == 4  # the invalid step counts
 
@@ -114,7 +117,7 @@ def test_schema_mismatch_raised_by_the_env_is_an_invalid_step(toy):
     first = trajectory.steps[0]
     assert first.action == {"tool": "teleport", "args": {"to": "24"}}
     assert "unknown tool" in first.invalid and "teleport" in first.invalid
-    assert first.observation.startswith("Your last action was not carried out")
+    assert first.observation.startswith("Error in teleport: unknown tool")
     assert policy.observations[1] == first.observation
     assert trajectory.success
 
@@ -130,8 +133,37 @@ def test_semantic_invalid_from_the_env_is_recorded(toy):
     assert first.action == combine("5", "*", "5").to_dict()
     assert first.invalid is not None and "5" in first.invalid
     assert first.observation.startswith("Invalid action: 5 is not one of the numbers left")
-    assert "Available tools" not in first.observation  # the env's own feedback, kept as is
+    assert "Rejected:" not in first.observation  # the env's own feedback already says why
     assert trajectory.success
+
+
+def test_the_envs_reason_is_shown_when_its_observation_lacks_it():
+    env = FakeEnv(target="hi")
+    trajectory = rollout(env, Script([Action("say", {"text": ""}), Action("say", {"text": "hi"})]))
+    first = trajectory.steps[0]
+    assert first.invalid == "nothing to say"
+    assert first.observation.endswith("Rejected: nothing to say.")
+    assert trajectory.success
+
+
+def test_feedback_after_a_rejected_step_digests_the_last_real_observation(toy):
+    policy = Script([combine("5", "*", "5"), InvalidActionError("no tool call"), *SOLVE_4_4_10_10])
+    trajectory = rollout(toy, policy)
+    second = trajectory.steps[1].observation
+    assert "Now: Numbers left: 4 4 10 10" in second and "Invalid action" not in second
+
+
+def test_the_budget_reaches_a_start_that_accepts_it(toy):
+    class Budgeted(Script):
+        def start(self, instruction, tools, *, max_steps=None):
+            super().start(instruction, tools)
+            self.budget = max_steps
+
+    policy = Budgeted(SOLVE_4_4_10_10)
+    rollout(toy, policy, max_steps=7)
+    assert policy.budget == 7
+    plain = Script(SOLVE_4_4_10_10)  # a start without the keyword still works
+    assert rollout(load_bridge("toy24", task_id="4-4-10-10"), plain).success
 
 
 def test_policy_may_return_a_dict_but_not_garbage(toy):
@@ -387,7 +419,13 @@ def test_feedback_lists_optional_parameters():
         },
     )
     text = invalid_action_feedback("bad", [tool])
-    assert "- say(text, loud?): Say it." in text and "More text" not in text
+    assert "Tools: say(text, loud?)" in text and "Say it" not in text
+    named = invalid_action_feedback(InvalidActionError("missing 'text'", tool="say"), [tool], "Hi.")
+    assert (
+        named == "Error in say: missing 'text'. Nothing changed.\nUsage: say(text, loud?)\nNow: Hi."
+    )
+    long = invalid_action_feedback("bad", [tool], "x " * 500)
+    assert len(long) < 300 and long.endswith("…")
 
 
 def _without_timings(trajectory: Trajectory) -> dict:
