@@ -1,16 +1,19 @@
 """``ChatModelPolicy``: any LangChain chat model as a black-box policy.
 
-The model gets the bridge's tools through ``bind_tools`` and keeps one conversation per episode:
-the instruction and the first observation as a human message, then each observation as the tool
-result answering the model's previous call. Models without native tool calling reply with one
-JSON object per turn instead. LangChain is imported only when a policy is built or started, so
-``envharness.rollout`` imports without it.
+The model gets the bridge's tools through ``bind_tools`` (a call forced where the provider
+supports it) and keeps one conversation per episode: the instruction and the first observation as
+a human message, then each observation, headed ``Step k/N``, as the tool result answering the
+model's previous call. Each call sends a bounded view of that conversation
+(:mod:`~envharness.rollout.chat_context`). Models without native tool calling write one action
+per reply instead, as a call (``combine(a="10", op="*", b="10")``) or a JSON object. LangChain is
+imported only when a policy is built or started, so ``envharness.rollout`` imports without it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -27,30 +30,49 @@ from envharness.parsing import parse_action
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
 
+    from envharness.rollout.chat_context import ContextLimits
+
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "ChatModelPolicy",
     "ChatModelPolicyFactory",
     "check_model_string",
     "model_providers",
+    "read_text_action",
 ]
 
 DEFAULT_SYSTEM_PROMPT = """\
-You are an agent acting in an environment to accomplish a task. You act only by calling the \
-tools you are given: each call is one step, and the environment answers every step with an \
-observation of what happened and what you see now.
+You are an agent acting in an environment to accomplish a task. Each action is one step, and \
+the environment answers every step with an observation of what happened and what you see now.
 
-- Make exactly one tool call per turn, then wait for its observation.
 - Read each observation carefully; it is the only way to learn what your action did. When an \
-action is rejected, the observation says why: fix the call instead of repeating it.
+action is rejected, the answer says why: fix the action instead of repeating it.
 - Use the tool names and the argument formats exactly as the tools describe them.
-- Your steps are limited, so think before each move and do not waste steps."""
+- Think before each move: every step counts, a rejected one included."""
 """The role description the policy's system prompt starts with unless one is given."""
 
-_JSON_FORMAT = """\
-You cannot call tools directly. To act, reply with exactly one JSON object of the form
-{"tool": "<tool name>", "args": {<arguments>}}
-and nothing else counts as an action. The tools and their arguments (JSON Schema):"""
+_NATIVE_PROTOCOL = """\
+Act by calling exactly one of your tools per reply; a reply without a tool call does nothing \
+but use up a step."""
+
+_TEXT_PROTOCOL = """\
+Act by writing exactly one action per reply, in either form (the last one in your reply counts):
+  tool_name(argument="value", ...)
+  {"tool": "tool_name", "args": {"argument": "value"}}
+The tools and their arguments (JSON Schema):"""
+
+_BUDGET = """\
+You have {max_steps} steps. Every reply uses one, a rejected or malformed action included, and \
+the episode ends when they run out. Each observation starts with "Step k/{max_steps}": the step \
+you are about to take."""
+
+_NO_BUDGET = """\
+Your steps are limited, and a rejected or malformed action uses one too. Each observation \
+starts with "Step k": the step you are about to take."""
+
+_FORCED_CHOICE = "any"  # LangChain's provider-neutral "call some tool" (OpenAI: "required")
+_FENCE = re.compile(r"^\s*```")
+_LABEL = re.compile(r"^\s*(?:[A-Za-z ]{1,20}:\s*)?`*(.*?)`*\s*$")
 
 _IGNORED = "Ignored: one action per turn."
 _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
@@ -189,6 +211,27 @@ def _object_name(model: Any) -> str:
     return type(model).__name__
 
 
+def _check_limit(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PolicyError(f"{name}: expected a positive int or None, got {value!r}")
+    return value
+
+
+def _check_context(
+    force_tool_call: object, history_turns: object, max_context_tokens: object
+) -> ContextLimits:
+    from envharness.rollout.chat_context import ContextLimits
+
+    if not isinstance(force_tool_call, bool):
+        raise PolicyError(f"force_tool_call: expected a bool, got {force_tool_call!r}")
+    return ContextLimits(
+        _check_limit("history_turns", history_turns),
+        _check_limit("max_context_tokens", max_context_tokens),
+    )
+
+
 def _check_options(
     system_prompt: object, skills: object, tool_calling: object
 ) -> tuple[str | None, tuple[str, ...]]:
@@ -235,30 +278,94 @@ def _find_json_object(text: str) -> dict[str, Any] | None:
     return first
 
 
+def _action_lines(text: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The lines of ``text`` that start with a tool's name, labels and backticks removed."""
+    names = {tool.name for tool in tools}
+    lines = []
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            continue
+        match = _LABEL.match(raw)
+        line = (match.group(1) if match else raw).strip()
+        head = re.split(r"[\s(]", line, maxsplit=1)[0] if line else ""
+        if head in names:
+            lines.append(line)
+    return lines
+
+
+def read_text_action(text: str, tools: Sequence[ToolSpec]) -> Action:
+    r"""Reads a text-only model's reply as one action, with the CLI ``play`` parser.
+
+    A JSON object naming a tool wins; else the last line that starts with a tool's name (a call
+    ``combine(a="10", op="*", b="10")`` or words ``combine 10 * 10``; labels such as ``Action:``,
+    backticks and code fences are ignored); else a one-line reply as a whole (``go north`` for a
+    tool with one string argument).
+
+    Raises:
+        InvalidActionError: If the reply holds no action, or its action does not fit the tools.
+
+    Example:
+        >>> combine = ToolSpec("combine", "", {"type": "object", "properties": {
+        ...     "a": {"type": "string"}, "op": {"type": "string"}, "b": {"type": "string"}},
+        ...     "required": ["a", "op", "b"]})
+        >>> read_text_action('Multiply first.\nAction: combine(a="10", op="*", b="10")', [combine])
+        Action(tool='combine', args={'a': '10', 'op': '*', 'b': '10'})
+    """
+    data = _find_json_object(text)
+    if data is not None and ("tool" in data or "name" in data):
+        return parse_action(json.dumps(data), tools)
+    lines = _action_lines(text, tools)
+    if lines:
+        return parse_action(lines[-1], tools)
+    body = [line for line in text.splitlines() if line.strip() and not _FENCE.match(line)]
+    if len(body) == 1:
+        return parse_action(body[0], tools)
+    if data is not None:
+        return parse_action(json.dumps(data), tools)
+    names = ", ".join(tool.name for tool in tools)
+    raise InvalidActionError(
+        f"your reply holds no action; end it with one call to one of the tools ({names}), "
+        'e.g. tool_name(argument="value")'
+    )
+
+
 class ChatModelPolicy:
     """A LangChain chat model playing one episode through tool calls.
 
     In :meth:`start` the tools are bound with ``model.bind_tools`` (each
-    :meth:`~envharness.core.ToolSpec.to_langchain`). The conversation is a system message (the
-    role, ``system_prompt`` or :data:`DEFAULT_SYSTEM_PROMPT`, then the ``skills`` under "Useful
-    skills"), a human message with the instruction and the first observation, and then each
-    observation as a ``ToolMessage`` answering the model's last call. A reply with several calls
-    plays the first; the others are answered "Ignored: one action per turn.".
+    :meth:`~envharness.core.ToolSpec.to_langchain`), with ``tool_choice="any"`` so that every
+    reply is a call where the provider supports it (a model whose ``bind_tools`` refuses the
+    argument is bound without it). The system prompt is the role (``system_prompt`` or
+    :data:`DEFAULT_SYSTEM_PROMPT`), how to act, the step budget when :meth:`start` gets
+    ``max_steps`` (and that rejected actions use steps too), and the ``skills`` under "Useful
+    skills". The first human message is the instruction and the first observation; each later
+    observation answers the model's last call as a ``ToolMessage``. Every observation is headed
+    ``Step k/N``. A reply with several calls plays the first; the others are answered "Ignored:
+    one action per turn.".
+
+    Each call sends a bounded view of the conversation (:func:`~envharness.rollout.chat_context.
+    bounded_context`): the system prompt, the first message and the last ``history_turns`` turns
+    in full, older observations as one-line stubs, and, past ``max_context_tokens``, the oldest
+    turns left out whole. :attr:`messages` keeps everything.
 
     A reply without a tool call, a call to an unknown tool or with bad arguments raises
     :class:`~envharness.errors.InvalidActionError` with feedback for the model; the rollout loop
     records an invalid step and passes that feedback back to :meth:`act`, which sends it as the
-    answer to the bad call (or as a human message when there was no call), so the conversation
+    answer to the bad call (``status="error"``; the text itself says "Error", since some
+    providers drop the status) or as a human message when there was no call, so the conversation
     stays well-formed. A model without native tool calling (``bind_tools`` raises
-    ``NotImplementedError``), or ``tool_calling=False``, is told to reply with one JSON object
-    ``{"tool": ..., "args": {...}}`` per turn, read with :func:`~envharness.parsing.parse_action`.
+    ``NotImplementedError``), or ``tool_calling=False``, writes one action per reply, read with
+    :func:`read_text_action` (a call, shell-like words, or a JSON object).
 
     Args:
         model: A LangChain chat model, or a model string for ``init_chat_model`` such as
             ``"google_genai:gemini-2.5-flash"``, ``"openai:gpt-4o-mini"`` or ``"ollama:llama3"``.
         system_prompt: The role description; :data:`DEFAULT_SYSTEM_PROMPT` when ``None``.
         skills: Short texts appended to the system prompt under "Useful skills".
-        tool_calling: ``False`` forces the JSON-in-text protocol.
+        tool_calling: ``False`` uses the text protocol even when the model can call tools.
+        force_tool_call: Bind the tools with ``tool_choice="any"`` (when the provider accepts it).
+        history_turns: Turns sent in full; older observations become stubs (``None``: all).
+        max_context_tokens: A budget for each call's messages (characters ÷ 4; ``None``: none).
         model_kwargs: Extra arguments for ``init_chat_model`` (with a model string only), e.g.
             ``{"temperature": 0}``.
 
@@ -273,11 +380,11 @@ class ChatModelPolicy:
         >>> model = FakeToolCallingModel(responses=[{"tool": "say", "args": {"text": "hello"}}])
         >>> env = FakeEnv()
         >>> policy = ChatModelPolicy(model)
-        >>> policy.start(env.instruction, env.tools())
+        >>> policy.start(env.instruction, env.tools(), max_steps=10)
         >>> policy.act(env.reset()[0])
         Action(tool='say', args={'text': 'hello'})
-        >>> policy.usage()["output_tokens"]
-        5
+        >>> model.tool_choice, policy.usage()["output_tokens"]
+        ('any', 5)
     """
 
     def __init__(
@@ -287,10 +394,15 @@ class ChatModelPolicy:
         skills: Sequence[str] | None = None,
         tool_calling: bool = True,
         *,
+        force_tool_call: bool = True,
+        history_turns: int | None = 6,
+        max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.system_prompt, self.skills = _check_options(system_prompt, skills, tool_calling)
+        self.limits = _check_context(force_tool_call, history_turns, max_context_tokens)
         self.tool_calling = tool_calling
+        self.force_tool_call = force_tool_call
         if isinstance(model, str):
             self.model_name = model
             self.model = _build_model(model, model_kwargs or {})
@@ -302,11 +414,13 @@ class ChatModelPolicy:
             self.model = model
         self.messages: list[BaseMessage] = []
         self.native_tool_calling = False
+        self.tool_choice: str | None = None
+        self.max_steps: int | None = None
         self._bound: Any = None
         self._tools: list[ToolSpec] = []
         self._instruction = ""
         self._started = False
-        self._first_turn = True
+        self._step = 0
         self._reply_to: tuple[str, str] | None = None
         self._ignored: list[tuple[str, str]] = []
         self._last_invalid = False
@@ -314,35 +428,35 @@ class ChatModelPolicy:
 
     # -- the episode ------------------------------------------------------------------------------
 
-    def start(self, instruction: str, tools: Sequence[ToolSpec]) -> None:
+    def start(
+        self, instruction: str, tools: Sequence[ToolSpec], *, max_steps: int | None = None
+    ) -> None:
         """Binds the tools and opens the conversation with the system prompt.
 
+        Args:
+            instruction: The task's instruction.
+            tools: The tools the model may call.
+            max_steps: The step budget, stated in the system prompt and in every ``Step k/N``.
+
         Raises:
-            PolicyError: If there are no tools, or ``bind_tools`` fails for a reason other than
-                the model lacking tool calling.
+            PolicyError: If there are no tools, ``max_steps`` is not a positive int, or
+                ``bind_tools`` fails for a reason other than the model lacking tool calling.
         """
         from langchain_core.messages import SystemMessage
 
         tools = list(tools)
         if not tools or not all(isinstance(tool, ToolSpec) for tool in tools):
             raise PolicyError("ChatModelPolicy: expected a non-empty list of ToolSpec objects")
+        self.max_steps = _check_limit("max_steps", max_steps)
         self._tools = tools
-        self._bound = self.model
+        self._bound, self.tool_choice = self.model, None
         self.native_tool_calling = False
         if self.tool_calling:
-            try:
-                self._bound = self.model.bind_tools([tool.to_langchain() for tool in tools])
-                self.native_tool_calling = True
-            except NotImplementedError:
-                self._bound = self.model
-            except Exception as e:
-                raise PolicyError(
-                    f"cannot bind the tools to the model {self.model_name}: {e}"
-                ) from e
+            self._bind([tool.to_langchain() for tool in tools])
         self._instruction = str(instruction)
         self.messages = [SystemMessage(content=self._system_text())]
         self._started = True
-        self._first_turn = True
+        self._step = 0
         self._reply_to = None
         self._ignored = []
         self._last_invalid = False
@@ -358,6 +472,7 @@ class ChatModelPolicy:
         """
         if not self._started:
             raise PolicyError("call start() before act(): the policy needs the tools")
+        self._step += 1
         self.messages.extend(self._observation_messages(str(observation)))
         reply = self._invoke()
         self.messages.append(reply)
@@ -366,9 +481,16 @@ class ChatModelPolicy:
         if self.native_tool_calling:
             action = self._read_tool_calls(reply)
         else:
-            action = self._read_json(reply)
+            self._reply_to, self._ignored = None, []
+            action = read_text_action(reply.text, self._tools)
         self._last_invalid = False
         return action
+
+    def context(self) -> list[BaseMessage]:
+        """The messages the next call sends: the bounded view of :attr:`messages`."""
+        from envharness.rollout.chat_context import bounded_context
+
+        return bounded_context(self.messages, self.limits)
 
     def usage(self) -> dict[str, int]:
         """Tokens spent this episode, summed from each reply's ``usage_metadata``."""
@@ -380,31 +502,63 @@ class ChatModelPolicy:
 
     # -- internals --------------------------------------------------------------------------------
 
+    def _bind(self, tools: list[dict[str, Any]]) -> None:
+        """Binds ``tools``, forcing a call when the model accepts it; text protocol otherwise."""
+        choices = [_FORCED_CHOICE, None] if self.force_tool_call else [None]
+        for choice in choices:
+            extra = {} if choice is None else {"tool_choice": choice}
+            try:
+                self._bound = self.model.bind_tools(tools, **extra)
+            except NotImplementedError:
+                continue
+            except (TypeError, ValueError) as e:
+                if choice is not None:
+                    continue
+                raise PolicyError(
+                    f"cannot bind the tools to the model {self.model_name}: {e}"
+                ) from e
+            except Exception as e:
+                raise PolicyError(
+                    f"cannot bind the tools to the model {self.model_name}: {e}"
+                ) from e
+            self.native_tool_calling, self.tool_choice = True, choice
+            return
+        self._bound = self.model
+
     def _system_text(self) -> str:
         parts = [self.system_prompt if self.system_prompt is not None else DEFAULT_SYSTEM_PROMPT]
-        if not self.native_tool_calling:
-            listing = [_JSON_FORMAT]
+        if self.native_tool_calling:
+            parts.append(_NATIVE_PROTOCOL)
+        else:
+            listing = [_TEXT_PROTOCOL]
             for tool in self._tools:
                 schema = json.dumps(tool.parameters, separators=(",", ":"))
                 listing.append(f"- {tool.name}: {tool.description}\n  arguments: {schema}")
             parts.append("\n".join(listing))
+        if self.max_steps is None:
+            parts.append(_NO_BUDGET)
+        else:
+            parts.append(_BUDGET.format(max_steps=self.max_steps))
         if self.skills:
             parts.append("Useful skills:\n" + "\n".join(f"- {skill}" for skill in self.skills))
         return "\n\n".join(parts)
 
+    def _headed(self, observation: str) -> str:
+        budget = "" if self.max_steps is None else f"/{self.max_steps}"
+        return f"Step {self._step}{budget}\n{observation}"
+
     def _observation_messages(self, observation: str) -> list[BaseMessage]:
         from langchain_core.messages import HumanMessage, ToolMessage
 
-        if self._first_turn:
-            self._first_turn = False
-            text = f"Task: {self._instruction}\n\nObservation:\n{observation}"
-            return [HumanMessage(content=text)]
+        text = self._headed(observation)
+        if self._step == 1:
+            return [HumanMessage(content=f"{self._instruction.strip()}\n\n{text}")]
         if self._reply_to is None:
-            return [HumanMessage(content=f"Observation:\n{observation}")]
+            return [HumanMessage(content=text)]
         call_id, name = self._reply_to
         status = "error" if self._last_invalid else "success"
         messages: list[BaseMessage] = [
-            ToolMessage(content=observation, tool_call_id=call_id, name=name, status=status)
+            ToolMessage(content=text, tool_call_id=call_id, name=name, status=status)
         ]
         messages.extend(
             ToolMessage(content=_IGNORED, tool_call_id=other_id, name=other, status="error")
@@ -417,7 +571,7 @@ class ChatModelPolicy:
         from langchain_core.messages import AIMessage
 
         try:
-            reply = self._bound.invoke(list(self.messages))
+            reply = self._bound.invoke(self.context())
         except EnvHarnessError:
             raise
         except Exception as e:
@@ -465,16 +619,6 @@ class ChatModelPolicy:
         call = json.dumps({"tool": name, "args": args or {}}, default=str)
         return parse_action(call, self._tools)
 
-    def _read_json(self, reply: AIMessage) -> Action:
-        self._reply_to, self._ignored = None, []
-        data = _find_json_object(reply.text)
-        if data is None:
-            raise InvalidActionError(
-                "your reply contained no JSON object; to act, reply with exactly one JSON object "
-                '{"tool": "<tool name>", "args": {<arguments>}}'
-            )
-        return parse_action(json.dumps(data), self._tools)
-
 
 class ChatModelPolicyFactory:
     """Makes a :class:`ChatModelPolicy` per episode.
@@ -490,6 +634,9 @@ class ChatModelPolicyFactory:
         system_prompt: As for :class:`ChatModelPolicy`.
         skills: As for :class:`ChatModelPolicy`.
         tool_calling: As for :class:`ChatModelPolicy`.
+        force_tool_call: As for :class:`ChatModelPolicy`.
+        history_turns: As for :class:`ChatModelPolicy`.
+        max_context_tokens: As for :class:`ChatModelPolicy`.
         model_kwargs: As for :class:`ChatModelPolicy`.
 
     Raises:
@@ -510,10 +657,15 @@ class ChatModelPolicyFactory:
         skills: Sequence[str] | None = None,
         tool_calling: bool = True,
         *,
+        force_tool_call: bool = True,
+        history_turns: int | None = 6,
+        max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.system_prompt, self.skills = _check_options(system_prompt, skills, tool_calling)
+        self.limits = _check_context(force_tool_call, history_turns, max_context_tokens)
         self.tool_calling = tool_calling
+        self.force_tool_call = force_tool_call
         self.model_kwargs = dict(model_kwargs or {})
         if isinstance(model, str):
             provider, _ = check_model_string(model)
@@ -532,7 +684,15 @@ class ChatModelPolicyFactory:
             if self._built is None:
                 self._built = _build_model(model, self.model_kwargs)
             model = self._built
-        policy = ChatModelPolicy(model, self.system_prompt, self.skills, self.tool_calling)
+        policy = ChatModelPolicy(
+            model,
+            self.system_prompt,
+            self.skills,
+            self.tool_calling,
+            force_tool_call=self.force_tool_call,
+            history_turns=self.limits.turns,
+            max_context_tokens=self.limits.max_tokens,
+        )
         policy.model_name = self.describe()
         return policy
 

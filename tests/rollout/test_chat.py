@@ -47,9 +47,10 @@ def test_tool_call_becomes_an_action_and_tools_are_bound(toy):
     assert policy.act(toy.observe()) == combine("10", "*", "10")
     (messages,) = model.calls
     assert isinstance(messages[0], SystemMessage)
-    assert messages[0].content == DEFAULT_SYSTEM_PROMPT
+    assert messages[0].content.startswith(DEFAULT_SYSTEM_PROMPT)
+    assert "calling exactly one of your tools" in messages[0].content
     assert isinstance(messages[1], HumanMessage)
-    assert toy.instruction in messages[1].content
+    assert messages[1].content.startswith(toy.instruction)  # no "Task:" label before it
     assert "Numbers left: 4 4 10 10" in messages[1].content
     assert policy.describe() == "fake-tool-calling"
 
@@ -63,7 +64,7 @@ def test_each_observation_answers_the_previous_call(toy):
     assert policy.act(observation) == combine("100", "-", "4")
     last = model.calls[1][-1]
     assert isinstance(last, ToolMessage)
-    assert last.content == observation
+    assert last.content == f"Step 2\n{observation}"
     assert last.tool_call_id == model.calls[1][-2].tool_calls[0]["id"]
     assert last.name == "combine" and last.status == "success"
 
@@ -86,7 +87,7 @@ def test_unknown_tool_is_invalid_and_feedback_answers_the_call(toy):
     last = model.calls[1][-1]
     assert isinstance(last, ToolMessage)
     assert (last.tool_call_id, last.status) == ("c1", "error")
-    assert last.content == "That tool does not exist."
+    assert last.content == "Step 2\nThat tool does not exist."
 
 
 def test_bad_arguments_are_invalid(toy):
@@ -137,7 +138,7 @@ def test_several_calls_play_the_first_and_ignore_the_rest(toy):
     reply = model.calls[1][-4]
     answers = model.calls[1][-3:]
     assert [m.tool_call_id for m in answers] == [c["id"] for c in reply.tool_calls]
-    assert answers[0].content == "Numbers left: 4 4 100"
+    assert answers[0].content == "Step 2\nNumbers left: 4 4 100"
     assert [m.content for m in answers[1:]] == ["Ignored: one action per turn."] * 2
 
 
@@ -179,10 +180,11 @@ def test_json_fallback_when_the_model_has_no_tool_calling(toy):
     policy, model = started(replies, toy, tool_calling=False)
     assert not policy.native_tool_calling and model.bound_tools == []
     system = policy.messages[0].content
-    assert '{"tool": "<tool name>", "args": {<arguments>}}' in system
+    assert 'tool_name(argument="value", ...)' in system and '{"tool": "tool_name"' in system
+    assert "calling exactly one of your tools" not in system  # one protocol, not two
     assert "- combine: Combine two" in system and '"enum":["+","-","*","/"]' in system
     assert policy.act(toy.observe()) == combine("10", "*", "10")
-    with pytest.raises(InvalidActionError, match="no JSON object"):
+    with pytest.raises(InvalidActionError, match="unknown tool 'I'"):
         policy.act("Numbers left: 4 4 100")
     assert policy.act("Reply with JSON.") == Action("undo")
     assert isinstance(model.calls[2][-1], HumanMessage)
@@ -373,3 +375,146 @@ def test_factory_with_a_model_object_is_for_threads_only(toy):
     with pytest.raises(PolicyError, match="cannot cross process boundaries"):
         pickle.dumps(factory)
     assert "fake-tool-calling" in repr(factory)
+
+
+# -- the budget, forced calls, the text protocol and the bounded context ------------------------
+
+
+def test_the_budget_is_stated_and_every_observation_is_headed_with_the_step(toy):
+    model = FakeToolCallingModel(responses=[TEN_TIMES_TEN, {"tool": "undo", "args": {}}])
+    policy = ChatModelPolicy(model)
+    policy.start(toy.instruction, toy.tools(), max_steps=12)
+    policy.act(toy.observe())
+    policy.act("Numbers left: 4 4 100")
+    system = model.calls[0][0].content
+    assert "You have 12 steps" in system and "a rejected or malformed action included" in system
+    assert "Step 1/12\nNumbers left: 4 4 10 10" in model.calls[0][1].content
+    assert model.calls[1][-1].content == "Step 2/12\nNumbers left: 4 4 100"
+
+
+def test_the_rollout_loop_gives_the_policy_its_budget(toy):
+    from envharness.rollout import rollout
+
+    model = FakeToolCallingModel(responses=[TEN_TIMES_TEN, "no call", TEN_TIMES_TEN])
+    trajectory = rollout(toy, ChatModelPolicy(model), max_steps=3)
+    assert "You have 3 steps" in model.calls[0][0].content
+    feedback = model.calls[2][-1]
+    assert isinstance(feedback, HumanMessage) and feedback.content.startswith("Step 3/3\nError:")
+    assert (
+        "Nothing changed" in feedback.content and "Now: Numbers left: 4 4 100" in feedback.content
+    )
+    assert len(feedback.content) < 300
+    assert trajectory.end_reason == "budget"
+
+
+def test_tool_calls_are_forced_and_the_option_turns_it_off(toy):
+    policy, model = started([], toy)
+    assert model.tool_choice == "any" and policy.tool_choice == "any"
+    model = FakeToolCallingModel()
+    ChatModelPolicy(model, force_tool_call=False).start(toy.instruction, toy.tools())
+    assert model.tool_choice is None
+
+
+def test_a_model_that_refuses_tool_choice_is_bound_without_it(toy):
+    class NoChoice(FakeToolCallingModel):
+        def bind_tools(self, tools, *, tool_choice=None, **kwargs):
+            if tool_choice is not None:
+                raise ValueError("tool_choice is not supported by this provider")
+            return super().bind_tools(tools)
+
+    model = NoChoice(responses=[TEN_TIMES_TEN])
+    policy = ChatModelPolicy(model)
+    policy.start(toy.instruction, toy.tools())
+    assert policy.native_tool_calling and policy.tool_choice is None
+    assert policy.act(toy.observe()) == combine("10", "*", "10")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('combine(a="10", op="*", b="10")', combine("10", "*", "10")),
+        ('I multiply first.\nAction: `combine(a=10, op="*", b=10)`', combine("10", "*", "10")),
+        ("```\ncombine 10 * 10\n```", combine("10", "*", "10")),
+        ('First combine(4, "+", 4)?\nNo:\ncombine(10, "*", 10)', combine("10", "*", "10")),
+        ('{"tool": "undo", "args": {}}', Action("undo")),
+        ("undo", Action("undo")),
+    ],
+)
+def test_text_replies_are_read_with_the_play_parser(toy, reply, expected):
+    policy, _ = started([reply], toy, tool_calling=False)
+    assert policy.act(toy.observe()) == expected
+
+
+def test_a_bare_command_works_for_a_one_string_tool():
+    from envharness.rollout.chat import read_text_action
+
+    env = FakeEnv()
+    say = [tool for tool in env.tools() if tool.name == "say"]
+    assert read_text_action("hello there", say) == Action("say", {"text": "hello there"})
+    with pytest.raises(InvalidActionError, match="holds no action"):
+        read_text_action("Hmm.\nLet me think.", env.tools())
+
+
+def _long_episode(policy: ChatModelPolicy, model: FakeToolCallingModel, steps: int) -> None:
+    page = "A page with many products. " * 30
+    policy.act(f"Start. {page}")
+    for k in range(1, steps):
+        policy.act(f"Page {k}. {page}")
+
+
+def _undo_replies(steps: int) -> list:
+    return [{"tool": "undo", "args": {}} for _ in range(steps)]
+
+
+def test_the_context_keeps_the_last_turns_in_full_and_stubs_older_observations(toy):
+    model = FakeToolCallingModel(responses=_undo_replies(30))
+    policy = ChatModelPolicy(model, history_turns=3)
+    policy.start(toy.instruction, toy.tools(), max_steps=30)
+    _long_episode(policy, model, 30)
+    sizes = [sum(len(str(m.content)) for m in call) for call in model.calls]
+    assert sizes[10:] == sorted(sizes[10:]) and sizes[-1] - sizes[10] < 2500  # stubs only grow
+    last = model.calls[-1]
+    results = [m for m in last if isinstance(m, ToolMessage)]
+    full = [m for m in results if "[shortened]" not in m.content]
+    assert len(full) == 3 and full[-1].content.startswith("Step 30/30\nPage 29.")
+    assert all(len(m.content) <= 120 for m in results[:-3])
+    assert len(policy.messages) == 2 + 30 + 29  # the policy keeps everything
+    unbounded = FakeToolCallingModel(responses=_undo_replies(30))
+    everything = ChatModelPolicy(unbounded, history_turns=None)
+    everything.start(toy.instruction, toy.tools(), max_steps=30)
+    _long_episode(everything, unbounded, 30)
+    assert sum(len(str(m.content)) for m in unbounded.calls[-1]) > 3 * sizes[-1]
+
+
+def test_a_token_budget_leaves_out_the_oldest_turns_whole(toy):
+    model = FakeToolCallingModel(responses=_undo_replies(20))
+    policy = ChatModelPolicy(model, history_turns=None, max_context_tokens=1500)
+    policy.start(toy.instruction, toy.tools(), max_steps=20)
+    _long_episode(policy, model, 20)
+    last = model.calls[-1]
+    assert sum(len(str(m.content)) for m in last) // 4 <= 1500
+    assert "earlier steps are left out" in last[1].content
+    calls = {c["id"] for m in last if isinstance(m, AIMessage) for c in m.tool_calls}
+    answers = [m.tool_call_id for m in last if isinstance(m, ToolMessage)]
+    assert answers and set(answers) <= calls  # every result has its call: pairs go together
+    assert isinstance(last[2], AIMessage)
+    assert last[-1].content.startswith("Step 20/20\nPage 19.")
+
+
+def test_context_options_are_checked_and_reach_the_factorys_policies():
+    model = FakeToolCallingModel()
+    with pytest.raises(PolicyError, match="history_turns: expected a positive int or None"):
+        ChatModelPolicy(model, history_turns=0)
+    with pytest.raises(PolicyError, match="max_context_tokens"):
+        ChatModelPolicy(model, max_context_tokens=-5)
+    with pytest.raises(PolicyError, match="force_tool_call: expected a bool"):
+        ChatModelPolicy(model, force_tool_call="yes")  # type: ignore[arg-type]
+    factory = ChatModelPolicyFactory(
+        model, force_tool_call=False, history_turns=2, max_context_tokens=900
+    )
+    policy = factory(0)
+    assert (policy.force_tool_call, policy.limits.turns, policy.limits.max_tokens) == (
+        False,
+        2,
+        900,
+    )
