@@ -395,7 +395,7 @@ class ChatModelPolicy:
         tool_calling: bool = True,
         *,
         force_tool_call: bool = True,
-        history_turns: int | None = 6,
+        history_turns: int | None = 5,
         max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
@@ -658,7 +658,7 @@ class ChatModelPolicyFactory:
         tool_calling: bool = True,
         *,
         force_tool_call: bool = True,
-        history_turns: int | None = 6,
+        history_turns: int | None = 5,
         max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
     ) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextLimits", "bounded_context", "message_tokens"]
 
 _CHARS_PER_TOKEN = 4
-_STUB_CHARS = 100
+_STUB_CHARS = 80
 _OLD_REPLY_CHARS = 300
 _LEFT_OUT = "({count} earlier steps are left out of this conversation to save space.)"
 
@@ -38,7 +38,7 @@ class ContextLimits:
             left out whole, the latest one always kept. ``None`` sets no budget.
     """
 
-    turns: int | None = 6
+    turns: int | None = 5
     max_tokens: int | None = None
 
 
@@ -111,7 +111,7 @@ def bounded_context(
         ...              ToolMessage(content=f"Room {k}. " + "dust " * 40, tool_call_id=f"c{k}")]
         >>> view = bounded_context(talk, ContextLimits(turns=1))
         >>> [len(m.content) for m in view[3::2]]  # the old results are stubs
-        [112, 112, 112, 208]
+        [92, 92, 92, 208]
     """
     head, turns = list(messages[:opening]), _turns(messages[opening:])
     keep = len(turns) if limits.turns is None else limits.turns
