@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import RiggerError
+from envharness.graph.designers.protocol import DEFAULT_FEEDBACK_BUDGET
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.rollout.executors import Executor
@@ -73,6 +74,9 @@ class RiggerContext:
             approve with ``Command(resume=True)`` or refuse with ``Command(resume=False)``.
         siblings: Tasks of the same bridge the heuristic may link to lengthen the horizon.
         max_designer_turns: Model calls the designer agent may spend per candidate.
+        feedback_budget: Tokens (about four characters each) a model designer's feedback on
+            the earlier attempts may fill; the least useful parts (older attempts' episodes
+            first) are cut to fit, and the feedback says what was cut.
         seed: The run's seed; each task's rollouts draw fresh seeds from a per-task offset, and
             no seed is used twice within a task's rig.
         metadata: Extra metadata for traces (LangSmith).
@@ -93,11 +97,19 @@ class RiggerContext:
     require_approval: bool = False
     siblings: list[str] = field(default_factory=list)
     max_designer_turns: int = 12
+    feedback_budget: int = DEFAULT_FEEDBACK_BUDGET
     seed: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("k_observe", "k_validate", "max_iterations", "max_designer_turns"):
+        names = (
+            "k_observe",
+            "k_validate",
+            "max_iterations",
+            "max_designer_turns",
+            "feedback_budget",
+        )
+        for name in names:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise RiggerError(f"expected {name} to be a positive int, got {value!r}")

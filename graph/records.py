@@ -207,6 +207,16 @@ class Verdict:
         calibration: Every knob setting sampled: values, n, successes, the judge's decision.
         baseline: For ``auto``, the fresh baseline rollouts the candidate was compared with
             (:class:`~envharness.graph.judge.Outcomes` as a dict).
+        trajectories: Run-store keys of the rollouts judged (those of :attr:`seeds`, in order),
+            so a designer can read validation episodes.
+        oracle: The validator's oracle sanity check (``None`` when it did not run): ``passed``
+            (``True``, ``False``, or ``None`` for a bridge without an oracle), ``problem``
+            (``unsolvable``, ``out_of_steps``, ``does_not_start`` or ``None``), ``knobs`` (the
+            easiest knob values it was run at), ``episodes`` (per seed: ``seed``, ``success``,
+            ``end_reason``, ``steps``, ``max_steps``, ``blocked``, ``invalid``, ``error``) and
+            ``plain`` (the same for the task without the candidate, when it was played),
+            ``longer`` (one oracle episode with a larger step budget, when every episode ran
+            out of steps) and ``message`` (the outcome in a sentence, with these numbers).
     """
 
     decision: Literal["accept", "refine", "undecided", "reject"]
@@ -220,6 +230,8 @@ class Verdict:
     seeds: list[int] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
     baseline: dict[str, Any] | None = None
+    trajectories: list[str] = field(default_factory=list)
+    oracle: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a plain dict."""

@@ -1,12 +1,23 @@
 """EnvRigger's prompt templates, shipped as package data (``*.md`` files in this package).
 
 - ``designer``: the designer agent's system prompt (``{objective}``, ``{allowed_imports}``,
-  ``{hints}``, and the judge's ``{confidence}`` and ``{min_effect}``); ``designer_task``: its
-  first message; ``designer_nudge``: the reminder sent once when it stops without a submission.
+  ``{hints}``, ``{acceptance_rules}`` — generated from the judge's live settings — and
+  ``{budget_facts}``); ``designer_task``: its first message (the task, ``{iteration}`` of
+  ``{max_iterations}``, the statistics and the ``{feedback}`` on earlier attempts);
+  ``designer_nudge``: the reminder sent once when it stops without a submission.
 - ``diagnoser``: the diagnoser's system prompt (``{objective}``, ``{hints}``);
   ``diagnoser_task``: its message with the baseline.
-- ``hints_<bridge>``: optional notes on one bridge (what its state means, which perturbations
+- ``hints_<bridge>``: notes on one built-in bridge (what its state means, which perturbations
   are natural), read with :func:`load_hints`.
+
+Bridge hints hook: a bridge class may ship its own hints as an optional classmethod
+``designer_hints() -> str``; :func:`load_hints` uses it before the ``hints_<bridge>`` file, so a
+third-party bridge needs no file in this package::
+
+    class MyEnv(ActionableEnv):
+        @classmethod
+        def designer_hints(cls) -> str:
+            return "# About this environment: My env ..."
 
 Placeholders are ``{name}`` with a lowercase identifier inside; they are filled by plain
 substitution, so other braces in a template (JSON, code) stay as they are and a value's own
@@ -14,8 +25,8 @@ braces are never expanded.
 
 Example:
     >>> text = load_prompt(
-    ...     "designer", objective="sr:0.4-0.6", allowed_imports="re", hints="", confidence="0.8",
-    ...     min_effect="0.2",
+    ...     "designer", objective="sr:0.4-0.6", allowed_imports="re", hints="",
+    ...     acceptance_rules="(rules)", budget_facts="(facts)",
     ... )
     >>> "Objective: sr:0.4-0.6" in text
     True
@@ -98,8 +109,45 @@ def load_prompt(name: str, **values: Any) -> str:
     return _PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
 
 
+def _hook_hints(bridge_name: str) -> str | None:
+    """The bridge class's ``designer_hints()``, or ``None`` when it has none (or won't load).
+
+    Raises:
+        RiggerError: The hook raised or returned something other than a str.
+    """
+    from envharness.bridges import get_bridge
+    from envharness.errors import EnvHarnessError
+
+    try:
+        bridge = get_bridge(bridge_name)
+    except (EnvHarnessError, ImportError):  # unknown, or its extra is not installed
+        return None
+    hook = getattr(bridge, "designer_hints", None)
+    if hook is None:
+        return None
+    if not callable(hook):
+        raise RiggerError(f"{bridge.__name__}.designer_hints must be a classmethod returning a str")
+    try:
+        text = hook()
+    except Exception as e:
+        raise RiggerError(
+            f"{bridge.__name__}.designer_hints() failed: {type(e).__name__}: {e}"
+        ) from e
+    if not isinstance(text, str):
+        raise RiggerError(
+            f"{bridge.__name__}.designer_hints() returned {type(text).__name__}, expected a str"
+        )
+    return text.strip()
+
+
 def load_hints(bridge_name: str) -> str:
-    """The hint file of a bridge (``hints_<bridge>.md``), or ``""`` when there is none.
+    """The designer's and diagnoser's notes on a bridge (``""`` when there are none).
+
+    The bridge class's ``designer_hints()`` classmethod when it has one, else this package's
+    ``hints_<bridge>.md``.
+
+    Raises:
+        RiggerError: The bridge's ``designer_hints()`` raised or did not return a str.
 
     Example:
         >>> load_hints("toy24").startswith("# About this environment")
@@ -109,5 +157,8 @@ def load_hints(bridge_name: str) -> str:
     """
     if not isinstance(bridge_name, str) or not _NAME.match(bridge_name):
         return ""
+    hooked = _hook_hints(bridge_name)
+    if hooked is not None:
+        return hooked
     stem = _HINTS_PREFIX + bridge_name
     return _read(stem).strip() if stem in _files() else ""

@@ -19,7 +19,11 @@ from langgraph.errors import GraphRecursionError
 
 from envharness.errors import DesignerError
 from envharness.graph.designer.models import model_label, resolve_model, run_config
-from envharness.graph.designer.prompting import designer_system_prompt, designer_task_prompt
+from envharness.graph.designer.prompting import (
+    designer_system_prompt,
+    designer_task_prompt,
+    session_max_steps,
+)
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis
@@ -104,6 +108,9 @@ def run_designer(
     bridge_hints: str | None = None,
     config: Mapping[str, Any] | None = None,
     judge_settings: JudgeSettings | None = None,
+    iteration: int = 1,
+    max_iterations: int = 1,
+    max_steps: int | None = None,
 ) -> Candidate | None:
     """Runs the designer agent on ``session`` until it submits a candidate or gives up.
 
@@ -120,14 +127,18 @@ def run_designer(
         diagnosis: The diagnosis to design against (the session's when ``None``).
         objective: The objective (the session's when ``None``).
         feedback: The earlier attempts of this rig and the validator's verdict on each, when
-            refining.
+            refining (see :func:`~envharness.graph.designers.render_feedback`).
         max_turns: The most model calls this run may make.
         system_prompt: Replaces the designer system prompt (``prompts/designer.md``).
         bridge_hints: Notes on the bridge; the bridge's hint file when ``None``.
         config: A runnable config for tracing; ``run_name`` defaults to ``envrigger.writer``,
             the tags ``envrigger`` and ``writer`` and the task's metadata are added.
-        judge_settings: The validator's settings, stated in the system prompt (the defaults
-            when ``None``).
+        judge_settings: The validator's settings; the system prompt states the acceptance
+            rules with their numbers (the defaults when ``None``).
+        iteration: This candidate's iteration (1-based), stated in the task message.
+        max_iterations: The iterations the rig may use.
+        max_steps: The policy's step budget, stated in the system prompt (the baseline's, or
+            the environment's, when ``None``).
 
     Returns:
         The accepted candidate, or ``None``.
@@ -144,6 +155,12 @@ def run_designer(
     if diagnosis is None:
         diagnosis = session.diagnosis  # type: ignore[assignment]
     hints = load_hints(session.bridge) if bridge_hints is None else bridge_hints
+    if isinstance(diagnosis, Diagnosis):
+        direction = diagnosis.direction
+    else:
+        direction = str(dict(diagnosis or {}).get("direction", "none"))
+    if max_steps is None:
+        max_steps = session_max_steps(session)
     session.begin_run()
     label = model_label(model)
     guard = _TurnGuard(session, max_turns)
@@ -152,7 +169,14 @@ def run_designer(
             model,
             build_designer_tools(session),
             system_prompt=system_prompt
-            or designer_system_prompt(objective, hints, settings=judge_settings),
+            or designer_system_prompt(
+                objective,
+                hints,
+                settings=judge_settings,
+                direction=direction,
+                baseline=session.rollout_stats,
+                max_steps=max_steps,
+            ),
             middleware=[guard],
             checkpointer=False,
             name="envrigger_writer",
@@ -169,7 +193,15 @@ def run_designer(
         metadata={"task_id": session.task_id, "designer_model": label, "max_turns": max_turns},
         recursion_limit=_STEPS_PER_TURN * (max_turns + 1) + 10,
     )
-    task = designer_task_prompt(session, diagnosis, objective, feedback, max_turns)
+    task = designer_task_prompt(
+        session,
+        diagnosis,
+        objective,
+        feedback,
+        max_turns,
+        iteration=iteration,
+        max_iterations=max(max_iterations, iteration),
+    )
 
     def drive(_: Any, config: Any) -> list[BaseMessage]:
         return _drive(agent, guard, session, HumanMessage(content=task), config, label)

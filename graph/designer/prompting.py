@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envharness.graph.judge.decisions import JudgeSettings
+from envharness.graph.designer.acceptance import acceptance_rules, budget_facts
+from envharness.graph.judge.decisions import JudgeSettings, Outcomes
 from envharness.graph.objective import Objective
 from envharness.graph.records import Diagnosis
 from envharness.prompts import load_prompt
@@ -22,6 +23,8 @@ __all__ = [
     "designer_task_prompt",
     "diagnoser_system_prompt",
     "diagnoser_task_prompt",
+    "identical_baseline",
+    "session_max_steps",
 ]
 
 
@@ -49,17 +52,37 @@ def describe_diagnosis(diagnosis: Diagnosis | Mapping[str, Any] | None) -> str:
 
 
 def designer_system_prompt(
-    objective: Objective, hints: str = "", *, settings: JudgeSettings | None = None
+    objective: Objective,
+    hints: str = "",
+    *,
+    settings: JudgeSettings | None = None,
+    direction: str = "none",
+    baseline: RolloutStats | None = None,
+    max_steps: int | None = None,
 ) -> str:
-    """The designer's system prompt for ``objective``, with bridge hints and the judge's rules."""
+    """The designer's system prompt: the objective, the acceptance rules, the budgets, hints.
+
+    The acceptance rules are generated from ``settings`` and the judge itself
+    (:func:`~envharness.graph.designer.acceptance.acceptance_rules`), so they state what the
+    validator really does.
+
+    Args:
+        objective: The rig's objective.
+        hints: The bridge's hints.
+        settings: The judge's settings (the defaults when ``None``).
+        direction: The diagnosis's direction (the rule of an ``auto`` objective depends on it).
+        baseline: The baseline's statistics (the knob's aim and the earliest acceptance).
+        max_steps: The policy's step budget per episode.
+    """
     settings = settings or JudgeSettings()
+    outcomes = Outcomes(baseline.n, baseline.successes) if baseline is not None else None
     return load_prompt(
         "designer",
         objective=describe_objective(objective),
         allowed_imports=", ".join(sorted(ALLOWED_IMPORTS)),
         hints=hints.strip(),
-        confidence=f"{settings.confidence:g}",
-        min_effect=f"{settings.min_effect:g}",
+        acceptance_rules=acceptance_rules(objective, direction, settings, baseline=outcomes),
+        budget_facts=budget_facts(max_steps),
     ).strip()
 
 
@@ -71,29 +94,74 @@ def _instruction(session: DesignSession) -> str:
         return env.instruction
 
 
+def session_max_steps(session: DesignSession) -> int | None:
+    """The policy's step budget, as the baseline recorded it (the environment's otherwise)."""
+    for trajectory in session.trajectories:
+        if trajectory.max_steps:
+            return trajectory.max_steps
+    try:
+        with fresh_env(session.base_spec) as env:
+            return int(env.max_steps)
+    except Exception:  # a budget is a fact worth stating, not worth failing the run for
+        return None
+
+
+def identical_baseline(trajectories: Sequence[Trajectory]) -> bool:
+    """Whether two or more episodes all took the same actions to the same outcome."""
+    if len(trajectories) < 2:
+        return False
+    first = trajectories[0]
+    return all(
+        t.action_keys() == first.action_keys() and t.success == first.success
+        for t in trajectories[1:]
+    )
+
+
+def _iterations_left(iteration: int, max_iterations: int) -> str:
+    left = max_iterations - iteration
+    if left <= 0:
+        return "this is the last candidate the rig may try; if it is not accepted, the rig ends."
+    more = "candidate" if left == 1 else "candidates"
+    return f"if this candidate is not accepted, {left} more {more} may be tried."
+
+
 def designer_task_prompt(
     session: DesignSession,
     diagnosis: Diagnosis | Mapping[str, Any] | None,
     objective: Objective,
     feedback: str | None,
     max_turns: int,
+    *,
+    iteration: int = 1,
+    max_iterations: int = 1,
 ) -> str:
-    """The designer's first message: the task, objective, diagnosis, statistics and feedback."""
+    """The designer's first message: task, iteration, objective, diagnosis, statistics, feedback."""
     if feedback:
         previous = (
-            f"The validator refused your previous candidate: {feedback.strip()}\n"
-            "Design the next candidate with this feedback in mind."
+            "Your earlier candidates for this task, oldest first, each with the validator's "
+            "verdict and statistics; design the next one from these numbers.\n\n" + feedback.strip()
         )
     else:
         previous = "None: this is the first candidate for this task."
+    stats = describe_stats(session.rollout_stats)
+    if identical_baseline(session.trajectories):
+        stats += (
+            f"\nAll {len(session.trajectories)} baseline episodes are identical (the same "
+            "actions, the same outcome): the policy is deterministic here, so a deterministic "
+            "harness moves every episode the same way; to land between 0% and 100% success, use "
+            "a stochastic rule with a declared knob."
+        )
     return load_prompt(
         "designer_task",
         task_id=session.task_id,
         bridge=session.bridge,
+        iteration=iteration,
+        max_iterations=max_iterations,
+        iterations_left=_iterations_left(iteration, max_iterations),
         instruction=_instruction(session),
         objective=describe_objective(objective),
         diagnosis=describe_diagnosis(diagnosis),
-        stats=describe_stats(session.rollout_stats),
+        stats=stats,
         feedback=previous,
         max_turns=max_turns,
     ).strip()

@@ -13,13 +13,16 @@ from envharness.graph.designers.builtin import (
     ModelDiagnosis,
     attempts_feedback,
 )
+from envharness.graph.designers.feedback import render_attempt, render_feedback
 from envharness.graph.designers.protocol import (
+    DEFAULT_FEEDBACK_BUDGET,
     Design,
     DesignBrief,
     Designer,
     Diagnosed,
     Diagnoser,
     DiagnosisBrief,
+    PastAttempt,
 )
 from envharness.graph.designers.registry import (
     register_designer,
@@ -29,6 +32,7 @@ from envharness.graph.designers.registry import (
 )
 
 __all__ = [
+    "DEFAULT_FEEDBACK_BUDGET",
     "Design",
     "DesignBrief",
     "Designer",
@@ -39,9 +43,12 @@ __all__ = [
     "HeuristicDiagnosis",
     "ModelDesign",
     "ModelDiagnosis",
+    "PastAttempt",
     "attempts_feedback",
     "register_designer",
     "registered_designers",
+    "render_attempt",
+    "render_feedback",
     "resolve_designer",
     "resolve_diagnoser",
 ]

@@ -3,16 +3,27 @@
 - :class:`HeuristicDesign` — the offline template search
   (:class:`~envharness.graph.heuristic.HeuristicDesigner`).
 - :class:`ModelDesign` — the tool-calling designer agent over any LangChain chat model; the
-  brief's attempts become its feedback (code, verdict, side, judgement and knob values).
+  brief's earlier attempts become its feedback (:mod:`~envharness.graph.designers.feedback`:
+  the full candidates, verdicts with the judge's statistics, knob values tried, the oracle
+  check and validation episodes, within a token budget).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
-from envharness.graph.designers.protocol import Design, DesignBrief, Diagnosed, DiagnosisBrief
+from envharness.errors import RiggerError
+from envharness.graph.designers.feedback import render_feedback
+from envharness.graph.designers.protocol import (
+    DEFAULT_FEEDBACK_BUDGET,
+    Design,
+    DesignBrief,
+    Diagnosed,
+    DiagnosisBrief,
+    PastAttempt,
+)
 from envharness.graph.records import Candidate, Verdict
 
 __all__ = [
@@ -44,30 +55,28 @@ class HeuristicDesign:
         return Design(candidate)
 
 
-def attempts_feedback(attempts: Sequence[tuple[Candidate, Verdict]]) -> str | None:
-    """Every earlier attempt and its structured verdict, for a model designer's prompt."""
-    if not attempts:
-        return None
-    lines = []
-    for number, (candidate, verdict) in enumerate(attempts, start=1):
-        parts = []
-        if candidate.in_env_actions:
-            parts.append(f"Setups {candidate.in_env_actions}")
-        if candidate.rules_code is not None:
-            parts.append(f"Rules:\n{candidate.rules_code.strip()}\n")
-        if candidate.link_task_ids:
-            parts.append(f"Link to {candidate.link_task_ids}")
-        if candidate.components:
-            parts.append(f"components {json.dumps(candidate.components)}")
-        what = ", ".join(parts) or "no change"
-        why = f" — rationale: {candidate.rationale}" if candidate.rationale else ""
-        side = f" ({verdict.side.replace('_', ' ')})" if verdict.side else ""
-        knobs = f"; knobs calibrated to {json.dumps(verdict.knobs)}" if verdict.knobs else ""
-        lines.append(
-            f"attempt {number}: {what}{why}\n  verdict: {verdict.decision}{side}: "
-            f"{verdict.reason}{knobs}"
-        )
-    return "\n".join(lines)
+def attempts_feedback(
+    attempts: Sequence[tuple[Candidate, Verdict] | PastAttempt],
+    *,
+    budget: int = DEFAULT_FEEDBACK_BUDGET,
+) -> str | None:
+    """Every earlier attempt and its verdict, for a model designer's prompt (``None``: none).
+
+    Args:
+        attempts: ``(candidate, verdict)`` pairs (numbered 1..) or
+            :class:`~envharness.graph.designers.PastAttempt` records, oldest first.
+        budget: Tokens the text may fill (see :func:`render_feedback`).
+    """
+    past = [
+        a if isinstance(a, PastAttempt) else PastAttempt(i, a[0], a[1])
+        for i, a in enumerate(attempts, start=1)
+    ]
+    return render_feedback(past, budget=budget)
+
+
+def _max_steps(brief: DesignBrief) -> int | None:
+    """The policy's step budget on the task, as the baseline recorded it."""
+    return next((t.max_steps for t in brief.baseline if t.max_steps), None)
 
 
 class ModelDesign:
@@ -76,42 +85,61 @@ class ModelDesign:
     Args:
         model: A chat model object or an ``init_chat_model`` string.
         max_turns: Model calls it may spend per candidate.
+        feedback_budget: Tokens the feedback on earlier attempts may fill; the brief's
+            (:attr:`DesignBrief.feedback_budget`) when ``None``.
     """
 
-    def __init__(self, model: Any, *, max_turns: int = 12) -> None:
+    def __init__(
+        self, model: Any, *, max_turns: int = 12, feedback_budget: int | None = None
+    ) -> None:
+        if feedback_budget is not None and (
+            isinstance(feedback_budget, bool)
+            or not isinstance(feedback_budget, int)
+            or feedback_budget < 1
+        ):
+            raise RiggerError(
+                f"expected feedback_budget to be a positive int, got {feedback_budget!r}"
+            )
         self.model = model
         self.max_turns = max_turns
-        self.name = (
-            model
-            if isinstance(model, str)
-            else (
-                getattr(model, "model_name", None)
-                or getattr(model, "model", None)
-                or type(model).__name__
-            )
-        )
+        self.feedback_budget = feedback_budget
+        self.name = _label(model)
+
+    def feedback(self, brief: DesignBrief) -> str | None:
+        """The rendered feedback on the brief's earlier attempts."""
+        budget = self.feedback_budget or brief.feedback_budget
+        return render_feedback(brief.history(), budget=budget)
 
     def design(self, brief: DesignBrief) -> Design:
         """Runs the agent until it submits a candidate (or gives up)."""
         from envharness.graph.designer import resolve_model, run_designer
         from envharness.tools import DesignSession
 
+        session_fields = {f.name for f in fields(DesignSession)}
+        extra: dict[str, Any] = {}
+        if "siblings" in session_fields:  # the tools list them for link_task_ids
+            # none given: the tools find other tasks of the bridge themselves
+            extra["siblings"] = [t for t in brief.siblings if t != brief.task_id] or None
         session = DesignSession(
             base_spec=brief.base_spec,
             trajectories=list(brief.baseline),
             stats=brief.baseline_stats,
             diagnosis=brief.diagnosis,
             objective=brief.objective,
+            **extra,
         )
         candidate = run_designer(
             resolve_model(self.model),
             session,
             diagnosis=brief.diagnosis,
             objective=brief.objective,
-            feedback=attempts_feedback(brief.attempts),
+            feedback=self.feedback(brief),
             max_turns=self.max_turns,
             config=brief.config,
             judge_settings=brief.judge,
+            iteration=brief.iteration,
+            max_iterations=brief.max_iterations,
+            max_steps=_max_steps(brief),
         )
         return Design(candidate, session.model_calls)
 

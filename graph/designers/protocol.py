@@ -4,8 +4,9 @@ The writer node hands a :class:`DesignBrief` to whatever :class:`Designer` the r
 the offline heuristic, a model agent, or a third party's — and gets a :class:`Design` back: a
 :class:`~envharness.graph.records.Candidate` (components, knobs, rationale) or ``None`` when the
 designer has nothing left to try. Verdicts in the brief are structured
-(:class:`~envharness.graph.records.Verdict`: decision, side, judgement, knob values), so no
-designer ever parses English.
+(:class:`~envharness.graph.records.Verdict`: decision, side, judgement, knob values, the
+oracle check), so no designer ever parses English; :attr:`DesignBrief.past` adds to each earlier
+attempt a failed and a successful validation episode.
 """
 
 from __future__ import annotations
@@ -21,7 +22,40 @@ from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["Design", "DesignBrief", "Designer", "Diagnosed", "DiagnosisBrief", "Diagnoser"]
+__all__ = [
+    "DEFAULT_FEEDBACK_BUDGET",
+    "Design",
+    "DesignBrief",
+    "Designer",
+    "Diagnosed",
+    "DiagnosisBrief",
+    "Diagnoser",
+    "PastAttempt",
+]
+
+DEFAULT_FEEDBACK_BUDGET = 6000
+"""Tokens (about four characters each) a model designer's feedback on earlier attempts may use."""
+
+
+@dataclass(frozen=True)
+class PastAttempt:
+    """One earlier write→validate iteration, with what its validation showed.
+
+    Attributes:
+        iteration: Its iteration number (1-based).
+        candidate: The candidate, complete (code, Setups, Link, knobs).
+        verdict: The validator's structured verdict (judgement, statistics, knob values tried,
+            the oracle check).
+        failed: A failed validation episode of the setting judged (``None`` when none failed
+            or none was recorded).
+        succeeded: A successful one (``None`` likewise).
+    """
+
+    iteration: int
+    candidate: Candidate
+    verdict: Verdict
+    failed: Trajectory | None = None
+    succeeded: Trajectory | None = None
 
 
 @dataclass(frozen=True)
@@ -36,11 +70,15 @@ class DesignBrief:
         baseline: The baseline trajectories.
         baseline_stats: Their statistics.
         attempts: Earlier candidates and their structured verdicts, oldest first.
+        past: The same attempts with their iteration numbers and a failed and a successful
+            validation episode each (:class:`PastAttempt`), oldest first.
         iteration: This iteration's number (1-based).
         max_iterations: The iterations the rig may use.
         siblings: Other tasks of the bridge a candidate may link to.
         config: A LangChain run config for model calls (names, tags, metadata for tracing).
         judge: The validator's settings (confidence, budget, minimum effect).
+        feedback_budget: Tokens (about four characters each) a model designer may spend on
+            rendering :attr:`past`; the least useful parts are cut first.
     """
 
     task_id: str
@@ -55,6 +93,14 @@ class DesignBrief:
     siblings: Sequence[str] = ()
     config: dict[str, Any] = field(default_factory=dict)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
+    past: Sequence[PastAttempt] = ()
+    feedback_budget: int = DEFAULT_FEEDBACK_BUDGET
+
+    def history(self) -> list[PastAttempt]:
+        """:attr:`past`, or :attr:`attempts` numbered 1.. without episodes when it is empty."""
+        if self.past:
+            return list(self.past)
+        return [PastAttempt(i, c, v) for i, (c, v) in enumerate(self.attempts, start=1)]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ with undecided candidates and none accepted ends ``undecided`` (``RUN/undecided/
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -29,14 +30,29 @@ from envharness.rollout.policies import OraclePolicy
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["validator"]
+__all__ = ["oracle_check", "validator"]
 
 
 _ORACLE_TRIES = 3  # seeds the sanity check tries before it calls a candidate unsolvable
+_LONGER = 4  # times the step budget an out-of-steps oracle is given to tell slow from stuck
 
 
-def _oracle_solves(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> bool | None:
-    """Whether the bridge's oracle solves ``spec`` on one of seeds ``0 .. tries - 1``.
+def _episode(trajectory: Trajectory) -> dict[str, Any]:
+    """How one oracle episode went, as plain data."""
+    return {
+        "seed": trajectory.seed,
+        "success": trajectory.success,
+        "end_reason": trajectory.end_reason,
+        "steps": trajectory.n_steps,
+        "max_steps": trajectory.max_steps,
+        "blocked": trajectory.n_blocked,
+        "invalid": trajectory.n_invalid,
+        "error": (trajectory.error or "")[:300] or None,
+    }
+
+
+def _oracle_episodes(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> list[dict[str, Any]] | None:
+    """The oracle's episodes on ``spec``, seeds ``0 ..`` until one succeeds (at most ``tries``).
 
     Several seeds, because one failure proves little in a stochastic harness or env: with
     ``drop_actions`` an oracle move can fail, and the random move played meanwhile can end the
@@ -50,31 +66,129 @@ def _oracle_solves(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> bool | None
         return None
     finally:
         env.close()
-    return any(
-        rollout(spec.build(), OraclePolicy(1.0, seed=seed), seed=seed).success
-        for seed in range(tries)
+    episodes = []
+    for seed in range(tries):
+        episodes.append(_episode(rollout(spec.build(), OraclePolicy(1.0, seed=seed), seed=seed)))
+        if episodes[-1]["success"]:
+            break
+    return episodes
+
+
+def _oracle_solves(spec: HarnessSpec, tries: int = _ORACLE_TRIES) -> bool | None:
+    """Whether the bridge's oracle solves ``spec`` on one of seeds ``0 .. tries - 1``."""
+    episodes = _oracle_episodes(spec, tries)
+    return None if episodes is None else any(e["success"] for e in episodes)
+
+
+def _how_it_ended(episode: dict[str, Any]) -> str:
+    """One oracle episode in words: ``seed 0: budget after 12/12 steps (9 blocked)``."""
+    budget = episode["max_steps"] or "?"
+    outcome = "solved" if episode["success"] else f"{episode['end_reason']}"
+    text = f"seed {episode['seed']}: {outcome} after {episode['steps']}/{budget} steps"
+    counts = [f"{episode[k]} {k}" for k in ("blocked", "invalid") if episode.get(k)]
+    if counts:
+        text += f" ({', '.join(counts)})"
+    if episode.get("error"):
+        text += f", error: {episode['error'][:160]}"
+    return text
+
+
+def oracle_check(spec: HarnessSpec, base: HarnessSpec) -> dict[str, Any] | None:
+    """The oracle sanity check on ``spec`` as plain data, ``None`` when the bridge has no oracle.
+
+    A privileged check before spending policy rollouts: a harness that even the oracle cannot
+    get through on any of a few seeds teaches nothing. It only counts when the oracle solves
+    the task without the harness (in stochastic domains it may fail either way). The oracle's
+    rollouts are neither stored nor counted as the policy's.
+
+    Returns:
+        ``passed`` (``False`` only when it counts against the candidate), ``problem``
+        (``unsolvable``: the oracle fails it even with more steps; ``out_of_steps``: every
+        episode used up its step budget, and with more steps the oracle solves it;
+        ``does_not_start``; or ``None``), ``message`` (why, with
+        the statistics), ``episodes`` and ``plain`` (the oracle on the bare task, when played).
+    """
+    try:
+        episodes = _oracle_episodes(spec)
+    except EnvHarnessError as e:
+        message = f"the candidate does not start: {type(e).__name__}: {e}"
+        return {"passed": False, "problem": "does_not_start", "message": message,
+                "episodes": [], "plain": None, "longer": None}  # fmt: skip
+    if episodes is None:
+        return None
+    record: dict[str, Any] = {"passed": True, "problem": None, "message": "", "episodes": episodes}
+    record["plain"] = record["longer"] = None
+    ended = "; ".join(_how_it_ended(e) for e in episodes)
+    if any(e["success"] for e in episodes):
+        record["message"] = f"the bridge's oracle solves the candidate ({ended})"
+        return record
+    plain = _oracle_episodes(base)
+    record["plain"] = plain
+    if not plain or not any(e["success"] for e in plain):
+        record["message"] = (
+            f"the bridge's oracle fails the candidate ({ended}) but also the plain task, so the "
+            "check does not count"
+        )
+        return record
+    solved = next(e for e in plain if e["success"])
+    versus = f"it solves the task without the candidate in {solved['steps']} steps"
+    record["passed"] = False
+    out_of_steps = all(e["end_reason"] == "budget" for e in episodes)
+    longer = _longer_episode(spec, episodes[0]) if out_of_steps else None
+    record["longer"] = longer
+    if longer is not None and longer["success"]:
+        record["problem"] = "out_of_steps"
+        blocked = sum(e["blocked"] for e in episodes)
+        why = (
+            f"; {blocked} of its steps were blocked by the rules, and blocked actions use up "
+            "the step budget"
+            if blocked
+            else ""
+        )
+        record["message"] = (
+            f"the bridge's oracle ran out of steps on all {len(episodes)} seeds ({ended}), "
+            f"though {versus}; given {longer['max_steps']} steps it solves the candidate in "
+            f"{longer['steps']}{why}: the task is still solvable, but not within the policy's "
+            "step budget under this harness; block less often, or leave the oracle's path open"
+        )
+    else:
+        record["problem"] = "unsolvable"
+        more = (
+            f"; with {longer['max_steps']} steps it still fails ({_how_it_ended(longer)})"
+            if longer is not None
+            else ""
+        )
+        record["message"] = (
+            f"even the bridge's oracle fails this candidate on {len(episodes)} seeds ({ended}), "
+            f"though {versus}{more}: the candidate made the task unsolvable"
+        )
+    return record
+
+
+def _longer_episode(spec: HarnessSpec, first: dict[str, Any]) -> dict[str, Any] | None:
+    """The oracle on seed ``first["seed"]`` with :data:`_LONGER` times the step budget."""
+    budget = first.get("max_steps")
+    if not budget:
+        return None
+    seed = first["seed"]
+    trajectory = rollout(
+        spec.build(), OraclePolicy(1.0, seed=seed), seed=seed, max_steps=_LONGER * budget
     )
+    return _episode(trajectory)
 
 
 def _oracle_problem(spec: HarnessSpec, base: HarnessSpec) -> str | None:
-    """Why the candidate looks unsolvable to the bridge's own oracle, or ``None``.
+    """Why the candidate looks unsolvable to the bridge's own oracle, or ``None``."""
+    record = oracle_check(spec, base)
+    return None if record is None or record["passed"] else record["message"]
 
-    A privileged sanity check before spending policy rollouts: a harness that even the oracle
-    cannot get through on any of a few seeds teaches nothing. It only counts when the oracle
-    solves the task without the harness (in stochastic domains it may fail either way), and it
-    is skipped for bridges without an oracle. The oracle's rollouts are neither stored nor
-    counted as the policy's.
-    """
-    try:
-        solved = _oracle_solves(spec)
-    except EnvHarnessError as e:
-        return f"the candidate does not start: {type(e).__name__}: {e}"
-    if solved is None or solved or not _oracle_solves(base):
-        return None
-    return (
-        f"even the bridge's oracle fails this candidate on {_ORACLE_TRIES} seeds, though it "
-        "solves the task without it: the candidate made the task unsolvable"
-    )
+
+def _easiest_values(candidate: Candidate) -> dict[str, float]:
+    """The calibrated knob at its easy end (``{}`` without knobs)."""
+    knobs = candidate.knob_specs()
+    if not knobs:
+        return {}
+    return {knobs[0].name: knobs[0].clamp(knobs[0].unscale(0.0))}
 
 
 def _easiest(candidate: Candidate, base: HarnessSpec) -> HarnessSpec:
@@ -83,10 +197,8 @@ def _easiest(candidate: Candidate, base: HarnessSpec) -> HarnessSpec:
     The validator may turn the knob anywhere in its range, so a candidate is unsolvable only
     when even its easiest setting is.
     """
-    knobs = candidate.knob_specs()
-    if not knobs:
-        return candidate.apply(base)
-    return candidate.apply(base, {knobs[0].name: knobs[0].clamp(knobs[0].unscale(0.0))})
+    values = _easiest_values(candidate)
+    return candidate.apply(base, values) if values else candidate.apply(base)
 
 
 def _lineage(
@@ -115,6 +227,7 @@ def _lineage(
             "knobs": verdict.knobs,
             "calibration": verdict.calibration,
             "confirmation_seeds": verdict.seeds,
+            "oracle_check": verdict.oracle,
             "seeds": sorted(seeds),
             "base_spec": base.to_dict(),
             "iterations": iteration,
@@ -132,12 +245,14 @@ def _validate(
     """Runs the sequential validation; returns the verdict, the run-store keys and next seed."""
     keys: list[str] = []
     judged: dict[int, Trajectory] = {}
+    judged_keys: dict[int, str] = {}
 
     def sample(values: dict[str, float], first_seed: int, n: int) -> Outcomes:
         spec = candidate.apply(base, values)
         trajectories, batch_keys = play(context, spec, n, first_seed=first_seed)
         keys.extend(batch_keys)
         judged.update((t.seed, t) for t in trajectories)
+        judged_keys.update((t.seed, key) for t, key in zip(trajectories, batch_keys, strict=True))
         return Outcomes.from_trajectories(trajectories)
 
     def sample_baseline(first_seed: int, n: int) -> Outcomes:
@@ -169,6 +284,7 @@ def _validate(
         knobs=dict(run.values),
         seeds=seeds,
         baseline=run.baseline.to_dict() if run.baseline is not None else None,
+        trajectories=[judged_keys[s] for s in seeds],
         calibration=[
             {
                 "values": s.values,
@@ -207,11 +323,16 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
     else:
         candidate = Candidate.from_dict(raw)
         base = HarnessSpec.from_dict(state["base_spec"])
-        problem = None if candidate.is_empty() else _oracle_problem(_easiest(candidate, base), base)
-        if problem is not None:
-            verdict = Verdict("refine", problem, side="too_hard")
+        check = None
+        if not candidate.is_empty():
+            check = oracle_check(_easiest(candidate, base), base)
+            if check is not None:
+                check["knobs"] = _easiest_values(candidate)
+        if check is not None and not check["passed"]:
+            verdict = Verdict("refine", check["message"], side="too_hard", oracle=check)
         else:
             verdict, keys, next_seed = _validate(context, state, candidate, base)
+            verdict.oracle = check
             spec = candidate.apply(base, verdict.knobs)
     spent = verdict.rollouts
     used = list(range(state["next_seed"], next_seed))
@@ -225,7 +346,9 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
             }
         )
         if not approved:
-            verdict = Verdict("refine", "a human refused the candidate", verdict.stats, spent)
+            verdict = replace(
+                verdict, decision="refine", reason="a human refused the candidate", side=None
+            )
     out_of_iterations = iteration >= context.max_iterations
     if verdict.decision in ("refine", "undecided") and out_of_iterations:
         verdict.reason = (

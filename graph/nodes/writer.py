@@ -7,8 +7,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from envharness.errors import EnvHarnessError
 from envharness.graph.context import RiggerContext
-from envharness.graph.designers import DesignBrief, resolve_designer
+from envharness.graph.designers import (
+    DesignBrief,
+    HeuristicDesign,
+    PastAttempt,
+    resolve_designer,
+)
+from envharness.graph.designers.feedback import pick_episodes
 from envharness.graph.nodes._common import load_trajectories, trace_config
 from envharness.graph.records import Candidate, Diagnosis, Verdict
 from envharness.graph.state import RiggerState
@@ -26,6 +33,27 @@ def _history(state: RiggerState) -> list[tuple[Candidate, Verdict]]:
         for a in state.get("attempts", [])
         if a["candidate"] is not None
     ]
+
+
+def _past(context: RiggerContext, state: RiggerState) -> list[PastAttempt]:
+    """The earlier attempts with a failed and a successful validation episode each.
+
+    The episodes come from the rollouts judged (the verdict's trajectory keys); a run store
+    that no longer holds them leaves the attempt without episodes.
+    """
+    past = []
+    for attempt in state.get("attempts", []):
+        if attempt["candidate"] is None:
+            continue
+        verdict = Verdict.from_dict(attempt["verdict"])
+        try:
+            judged = [t for t in load_trajectories(context, verdict.trajectories) if t]
+        except (KeyError, OSError, EnvHarnessError):
+            judged = []
+        failed, succeeded = pick_episodes(judged)
+        candidate = Candidate.from_dict(attempt["candidate"])
+        past.append(PastAttempt(attempt["iteration"], candidate, verdict, failed, succeeded))
+    return past
 
 
 def _steered(diagnosis: Diagnosis, history: list[tuple[Candidate, Verdict]]) -> Diagnosis:
@@ -67,6 +95,8 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
             siblings=tuple(context.siblings),
             config=trace_config("writer", state, context),
             judge=context.judge_settings,
+            past=[] if isinstance(designer, HeuristicDesign) else _past(context, state),
+            feedback_budget=context.feedback_budget,
         )
         design = designer.design(brief)
         candidate, calls = design.candidate, design.model_calls

@@ -92,7 +92,7 @@ def test_feedback_lists_sides_and_calibrated_knobs():
     code = "DROP_P = 0.3\n" + "class _Rules:\n    pass\n" * 100  # long code is never cut
     verdict = Verdict("refine", "too easy", side="too_easy", knobs={"DROP_P": 0.9})
     text = attempts_feedback([(Candidate(rules_code=code), verdict)])
-    assert "refine (too easy)" in text and '"DROP_P": 0.9' in text
+    assert "refine, too easy" in text and "Final knob values: DROP_P=0.9" in text
     assert text.count("class _Rules") == 100
     assert attempts_feedback([]) is None
 

@@ -222,7 +222,8 @@ def test_designer_prompts_carry_objective_diagnosis_statistics_and_feedback(sess
     assert "direction: fix-behaviour (by test)" in task.content
     assert "evidence: episode 0 steps 0-11 alternate" in task.content
     assert "success 1/3" in task.content
-    assert "The validator refused your previous candidate: success rate 100%" in task.content
+    assert "Your earlier candidates for this task" in task.content
+    assert "success rate 100% (5/5) is outside the band" in task.content
     assert "You have at most 12 turns." in task.content
 
 

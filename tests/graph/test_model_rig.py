@@ -93,7 +93,8 @@ def test_scripted_designer_through_the_graph(tmp_path):
     assert any(r.startswith("ERROR") and "import" in r for r in results)
     assert first["candidate"]["rules_code"] == BLOCK_EVERY_COMBINE
     assert first["verdict"]["decision"] == "refine"
-    assert "unsolvable" in first["verdict"]["reason"]
+    assert "made the task unsolvable" in first["verdict"]["reason"]
+    assert first["verdict"]["oracle"]["problem"] == "unsolvable"
     assert first["designer"] != "heuristic" and first["model_calls"] >= 3
     assert second["candidate"]["in_env_actions"] == HEAD_START
     assert state["status"] == "accepted", second["verdict"]

@@ -75,3 +75,64 @@ def test_a_knob_candidate_is_checked_at_its_easiest_setting():
     easiest = _easiest(candidate, base)
     assert easiest.components[-1].config["knobs"] == {"DROP_P": 0.0}
     assert _oracle_problem(easiest, base) is None
+
+
+BLOCK_EVERY_COMBINE = (
+    "class _Rules:\n"
+    "    def filter_action(self, action, state):\n"
+    "        if action['tool'] == 'combine':\n"
+    "            return 'Combining is not allowed.'\n"
+    "        return action\n"
+)
+BLOCK_THE_FIRST_TWELVE = (
+    "class _Rules:\n"
+    "    def __init__(self):\n"
+    "        self.seen = 0\n"
+    "    def filter_action(self, action, state):\n"
+    "        self.seen += 1\n"
+    "        if self.seen <= 12:\n"
+    "            return 'Not yet.'\n"
+    "        return action\n"
+)
+
+
+def toy24_with(rules_code: str) -> tuple[HarnessSpec, HarnessSpec]:
+    from envharness.graph.records import Candidate
+
+    base = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+    return Candidate(rules_code=rules_code).apply(base), base
+
+
+def test_the_oracle_check_tells_unsolvable_from_out_of_steps():
+    from envharness.graph.nodes.validator import oracle_check
+
+    stuck = oracle_check(*toy24_with(BLOCK_EVERY_COMBINE))
+    assert stuck["passed"] is False and stuck["problem"] == "unsolvable"
+    assert "made the task unsolvable" in stuck["message"]
+    assert "seed 0: budget after 12/12 steps" in stuck["message"]  # how each seed ended
+    assert [e["end_reason"] for e in stuck["episodes"]] == ["budget"] * _ORACLE_TRIES
+    assert stuck["longer"]["success"] is False and stuck["longer"]["max_steps"] == 48
+    assert stuck["plain"][0]["success"] and "in 3 steps" in stuck["message"]
+
+    slow = oracle_check(*toy24_with(BLOCK_THE_FIRST_TWELVE))
+    assert slow["passed"] is False and slow["problem"] == "out_of_steps"
+    assert "ran out of steps on all 3 seeds" in slow["message"]
+    assert "unsolvable" not in slow["message"]
+    assert (
+        "12 blocked" in slow["message"]
+        and "blocked actions use up the step budget" in (slow["message"])
+    )
+    assert slow["longer"]["success"] and 12 < slow["longer"]["steps"] <= 48
+
+
+def test_a_passing_oracle_check_carries_its_statistics():
+    from envharness.graph.nodes.validator import oracle_check
+
+    toy = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+    record = oracle_check(toy, toy)
+    assert record["passed"] and record["problem"] is None
+    assert record["episodes"][0] == {
+        "seed": 0, "success": True, "end_reason": "terminated", "steps": 3, "max_steps": 12,
+        "blocked": 0, "invalid": 0, "error": None,
+    }  # fmt: skip
+    assert "solved after 3/12 steps" in record["message"]

@@ -14,12 +14,18 @@ from envharness.prompts import load_hints, load_prompt, placeholders, prompt_nam
 from envharness.sandbox import ALLOWED_IMPORTS, HOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
+BUILTIN_BRIDGES = (
+    "toy24", "alfworld", "textworld", "gymnasium", "webshop", "swe", "spreadsheet", "docqa",
+)  # fmt: skip
 
 EXPECTED_PLACEHOLDERS = {
-    "designer": {"objective", "allowed_imports", "hints", "confidence", "min_effect"},
+    "designer": {"objective", "allowed_imports", "hints", "acceptance_rules", "budget_facts"},
     "designer_task": {
         "task_id",
         "bridge",
+        "iteration",
+        "max_iterations",
+        "iterations_left",
         "instruction",
         "objective",
         "diagnosis",
@@ -30,7 +36,7 @@ EXPECTED_PLACEHOLDERS = {
     "designer_nudge": set(),
     "diagnoser": {"objective", "hints"},
     "diagnoser_task": {"task_id", "bridge", "instruction", "baseline", "reply_format"},
-    "hints_toy24": set(),
+    **{f"hints_{bridge}": set() for bridge in BUILTIN_BRIDGES},
 }
 
 
@@ -55,8 +61,8 @@ def test_load_prompt_fills_placeholders_once():
         objective="{hints} stays literal",
         allowed_imports="math, re",
         hints="H!",
-        confidence="0.8",
-        min_effect="0.2",
+        acceptance_rules="R!",
+        budget_facts="B!",
     )
     assert "Objective: {hints} stays literal" in text
     assert "It may import only: math, re." in text
@@ -74,7 +80,7 @@ def test_load_prompt_errors():
     with pytest.raises(RiggerError, match=r"no prompt named 'writer'; available: designer"):
         load_prompt("writer")
     with pytest.raises(
-        RiggerError, match="prompt 'designer' needs values for: allowed_imports, confidence"
+        RiggerError, match="prompt 'designer' needs values for: acceptance_rules, allowed_imports"
     ):
         load_prompt("designer", objective="auto")
     with pytest.raises(RiggerError, match="expected a prompt name as a str"):
@@ -106,7 +112,10 @@ def test_designer_prompt_teaches_the_method():
         "check_rules",
         "submit_candidate(rules_code, in_env_actions, knobs, link_task_ids, rationale)",
         "Submit once",
-        "read the validator's feedback",
+        "read the feedback on your earlier attempts",
+        "get_stage_candidates",
+        "list_sibling_tasks",
+        "check_rules with your rules_code and the candidate's in_env_actions",
         "cannot change the reward",
     ):
         assert idea in text, idea
@@ -118,8 +127,8 @@ def test_designer_prompt_lists_exactly_the_allowed_imports():
         objective="auto",
         allowed_imports=", ".join(sorted(ALLOWED_IMPORTS)),
         hints="",
-        confidence="0.8",
-        min_effect="0.2",
+        acceptance_rules="",
+        budget_facts="",
     )
     line = next(line for line in text.splitlines() if "It may import only:" in line)
     listed = line.split("It may import only: ", 1)[1].split(". ", 1)[0]
