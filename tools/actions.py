@@ -1,15 +1,16 @@
-"""Reading the designer's arguments: ``in_env_actions`` lists and the tools' input errors."""
+"""Reading the designer's arguments: ``in_env_actions`` lists, rules code, the input errors."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envharness.core import Action
 from envharness.errors import EnvHarnessError
 
-__all__ = ["ToolInputError", "parse_in_env_actions"]
+__all__ = ["ToolInputError", "parse_in_env_actions", "strip_fence"]
 
 
 class ToolInputError(ValueError):
@@ -80,3 +81,28 @@ def parse_in_env_actions(value: Any) -> list[dict[str, Any]]:
             raise ToolInputError(f"{where}: {e}") from None
         actions.append(action.to_dict())
     return actions
+
+
+_FENCED = re.compile(
+    r"\A\s*```[ \t]*([A-Za-z0-9_.+-]*)[ \t]*\r?\n(.*?)^[ \t]*```[ \t]*\s*\Z", re.S | re.M
+)
+
+FENCE_NOTE = (
+    "NOTE: rules_code was wrapped in a markdown fence (```python ... ```); the fence lines were "
+    "removed and the code inside was used. Send the bare Python source."
+)
+
+
+def strip_fence(code: str) -> tuple[str, str | None]:
+    r"""``code`` without a markdown fence wrapped around all of it, and a note when there was one.
+
+    Example:
+        >>> strip_fence("```python\nclass _Rules:\n    pass\n```")
+        ('class _Rules:\n    pass\n', 'NOTE: rules_code was wrapped in a markdown fence ...')
+        >>> strip_fence("class _Rules:\n    pass\n")
+        ('class _Rules:\n    pass\n', None)
+    """
+    match = _FENCED.match(code)
+    if match is None:
+        return code, None
+    return match.group(2), FENCE_NOTE

@@ -4,7 +4,8 @@ Every tool has an explicit JSON-Schema argument schema in the Gemini-safe subset
 ``anyOf`` or ``oneOf``, no object without properties), checks its own arguments, and answers
 with text: problems come back as text starting with ``ERROR:`` that tells the model what to fix,
 never as an exception that would end the agent loop. Every answer is capped at the session's
-``max_output_chars`` and logged on the session.
+``max_output_chars`` (``max_episode_chars`` for answers that show observations in full) and
+logged on the session.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from envharness.errors import EnvHarnessError, RiggerError
 from envharness.schema import check_arguments
-from envharness.tools import checking, reading
+from envharness.tools import checking, reading, staging
 from envharness.tools.actions import ToolInputError
-from envharness.tools.digest import clip
+from envharness.tools.digest import OBSERVATION_CHARS, clip
 from envharness.tools.envs import spec_tools
 from envharness.tools.session import DesignSession
 
@@ -29,6 +30,8 @@ DESIGNER_TOOL_NAMES: tuple[str, ...] = (
     "get_tool_schemas",
     "get_state_schema",
     "read_baseline",
+    "get_stage_candidates",
+    "list_sibling_tasks",
     "dry_run_setups",
     "check_rules",
     "submit_candidate",
@@ -95,7 +98,13 @@ def _actions_schema(tool_names: list[str]) -> dict[str, Any]:
     }
 
 
-def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+_LONG_OUTPUT = frozenset({"check_rules", "get_stage_candidates"})
+"""Tools whose answers may use the session's ``max_episode_chars`` (they show observations)."""
+
+
+def _schemas(
+    tool_names: list[str], episode_chars: int, replay_seconds: float
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each tool's description and argument schema."""
     actions = _actions_schema(tool_names)
     return {
@@ -129,14 +138,50 @@ def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         "read_baseline": (
             "Read the baseline: statistics over the K rollouts of the unchanged task, then a "
             "listing (step: action -> first lines of the observation [flags]) of every episode, "
-            "shortened, or of one episode in full. Decide from the statistics, not from one "
-            "episode.",
+            "shortened; or, with episode=i, that one episode in full: every observation up to "
+            f"{OBSERVATION_CHARS} characters, the whole answer up to about {episode_chars} "
+            "(middle steps left out beyond that, and it says so). Decide from the statistics, "
+            "not from one episode.",
             {
                 "type": "object",
                 "properties": {
                     "episode": {
                         "type": "integer",
                         "description": "A 0-based episode index to list in full; omit for all.",
+                    }
+                },
+            },
+        ),
+        "get_stage_candidates": (
+            "List the bridge's stage candidates: ready-made Setups (in_env_actions) that change "
+            "the start state, numbered, each in the exact form submit_candidate accepts, marked "
+            "HEAD START (the first steps of a known solution done: easier) or PERTURBED START "
+            "(a different start: usually harder), with the policy's first observation after "
+            "it. Says so when the bridge has none.",
+            {
+                "type": "object",
+                "properties": {
+                    "with_effects": {
+                        "type": "boolean",
+                        "description": (
+                            "Dry-run each candidate to show the policy's first observation "
+                            "after it (default true)."
+                        ),
+                    }
+                },
+            },
+        ),
+        "list_sibling_tasks": (
+            "List the other tasks of this bridge you may pass as link_task_ids to "
+            "submit_candidate (a sequential Link: played after this task in the same episode, "
+            "success needs all; a longer horizon), each with its instruction, short, and its "
+            "step budget. Says so when there are none.",
+            {
+                "type": "object",
+                "properties": {
+                    "limit": {
+                        "type": "integer",
+                        "description": "At most this many tasks (default: every sibling).",
                     }
                 },
             },
@@ -152,17 +197,35 @@ def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
             },
         ),
         "check_rules": (
-            "Check rules code: the static check (class _Rules, hook signatures, allowed "
-            "imports), then a replay of a recorded baseline episode through the hooks in the "
-            "sandbox, reporting for each step what filter_action returned and how the "
-            "observation changed, or which hook failed and why.",
+            "Check rules code as it would run in your harness: the static check (class _Rules, "
+            "hook signatures, allowed imports); the policy's first observation under the "
+            f"harness (after in_env_actions as Setups and filter_observation), in full up to "
+            f"{OBSERVATION_CHARS} characters; a replay of baseline episode `episode` from that "
+            "start through the hooks in the sandbox, reporting for each step what "
+            "filter_action returned and how the observation changed; a replay of every "
+            f"baseline episode (within {replay_seconds:g}s, those using tools not yet "
+            "exercised first) with the totals (blocked share) and which tools went through "
+            "the hooks; with knobs, the episode again at each knob's low and high end. Any "
+            "hook failure comes back as ERROR with the episode, step, tool and line. "
+            "submit_candidate runs the same replays.",
             {
                 "type": "object",
                 "properties": {
                     "rules_code": {"type": "string", "description": _RULES_CODE},
+                    "in_env_actions": {
+                        **actions,
+                        "description": (
+                            "Your candidate's Setups, replayed after every reset before the "
+                            "hooks run; omit or [] for the bridge's own start."
+                        ),
+                    },
+                    "knobs": _KNOBS_SCHEMA,
                     "episode": {
                         "type": "integer",
-                        "description": "The baseline episode to replay (0-based, default 0).",
+                        "description": (
+                            "The baseline episode to show step by step (0-based, default 0); "
+                            "every episode is replayed either way."
+                        ),
                     },
                 },
                 "required": ["rules_code"],
@@ -171,8 +234,10 @@ def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         "submit_candidate": (
             "Submit your harness for validation; one accepted submission per turn. It is "
             "checked first (rules code statically, in_env_actions by a dry run, the combined "
-            "harness by a build and reset, the hooks by a replay of a baseline episode); "
-            "problems come back as ERROR text to fix. 'accepted for validation' means the "
+            "harness by a build and reset, the hooks by a replay of every baseline episode "
+            f"from your Setups within {replay_seconds:g}s and, with knobs, of one episode at "
+            "each knob's ends); problems come back as ERROR text to fix. A markdown fence "
+            "around rules_code is removed (with a note). 'accepted for validation' means the "
             "validator takes it from here: stop calling tools.",
             {
                 "type": "object",
@@ -188,7 +253,8 @@ def _schemas(tool_names: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
                         "items": {"type": "string"},
                         "description": (
                             "Other tasks of this bridge played after this one in the same "
-                            "episode (a sequential Link: a longer horizon; success needs all)."
+                            "episode (a sequential Link: a longer horizon; success needs all); "
+                            "list_sibling_tasks lists them."
                         ),
                     },
                     "rationale": {
@@ -242,7 +308,8 @@ def _make_tool(
             text = f"ERROR: {e}"
         except Exception as e:  # a tool must answer the agent, whatever went wrong inside it
             text = f"ERROR: {name} failed unexpectedly ({type(e).__name__}: {e})"
-        text = clip(text, session.max_output_chars)
+        long = name in _LONG_OUTPUT or (name == "read_baseline" and raw.get("episode") is not None)
+        text = clip(text, session.max_episode_chars if long else session.max_output_chars)
         session.record(name, raw, text, time.perf_counter() - started)
         return text
 
@@ -258,9 +325,9 @@ def build_designer_tools(session: DesignSession) -> list[BaseTool]:
         session: The task's design session.
 
     Returns:
-        ``get_tool_schemas``, ``get_state_schema``, ``read_baseline``, ``dry_run_setups``,
-        ``check_rules`` and ``submit_candidate`` as LangChain tools (see
-        :data:`DESIGNER_TOOL_NAMES`).
+        ``get_tool_schemas``, ``get_state_schema``, ``read_baseline``,
+        ``get_stage_candidates``, ``list_sibling_tasks``, ``dry_run_setups``, ``check_rules``
+        and ``submit_candidate`` as LangChain tools (see :data:`DESIGNER_TOOL_NAMES`).
 
     Raises:
         RiggerError: If ``session`` is not a :class:`DesignSession`, or its base spec does not
@@ -285,9 +352,11 @@ def build_designer_tools(session: DesignSession) -> list[BaseTool]:
         "get_tool_schemas": reading.get_tool_schemas,
         "get_state_schema": reading.get_state_schema,
         "read_baseline": reading.read_baseline,
+        "get_stage_candidates": staging.get_stage_candidates,
+        "list_sibling_tasks": staging.list_sibling_tasks,
         "dry_run_setups": checking.dry_run,
         "check_rules": checking.check_rules,
         "submit_candidate": checking.submit_candidate,
     }
-    schemas = _schemas(names)
+    schemas = _schemas(names, session.max_episode_chars, session.replay_seconds)
     return [_make_tool(session, name, *schemas[name], runs[name]) for name in DESIGNER_TOOL_NAMES]

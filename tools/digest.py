@@ -23,12 +23,16 @@ __all__ = [
     "describe_stats",
     "first_lines",
     "json_text",
+    "observation_block",
     "trajectory_lines",
 ]
 
 _OBSERVATION_LINES = 2
 _LINE_CHARS = 160
 _MIN_EPISODE_CHARS = 300
+
+OBSERVATION_CHARS = 2000
+"""The most characters of one observation a tool shows "in full"."""
 
 
 def clip(text: str, limit: int) -> str:
@@ -96,7 +100,18 @@ def describe_stats(stats: RolloutStats) -> str:
     return "\n".join(lines)
 
 
-def _step_line(step: Step) -> str:
+def observation_block(text: str, indent: str = "      ", limit: int = OBSERVATION_CHARS) -> str:
+    r"""``text`` in full (up to ``limit`` characters), every line indented.
+
+    Example:
+        >>> observation_block("Numbers left: 4 24\nLast: 6 * 4 = 24", indent="  ")
+        '  Numbers left: 4 24\n  Last: 6 * 4 = 24'
+    """
+    body = clip(str(text), limit).rstrip("\n")
+    return "\n".join(indent + line for line in body.splitlines()) or f"{indent}(empty)"
+
+
+def _flags(step: Step) -> str:
     flags = []
     if step.blocked:
         flags.append("BLOCKED")
@@ -109,9 +124,16 @@ def _step_line(step: Step) -> str:
         flags.append("terminated")
     if step.truncated:
         flags.append("truncated")
-    tail = f"  [{'; '.join(flags)}]" if flags else ""
+    return f"  [{'; '.join(flags)}]" if flags else ""
+
+
+def _step_line(step: Step, full: bool = False) -> str:
+    if full:
+        head = f"  {step.index}: {describe_action(step.action)}{_flags(step)} ->"
+        return f"{head}\n{observation_block(step.observation)}"
     return (
-        f"  {step.index}: {describe_action(step.action)} -> {first_lines(step.observation)}{tail}"
+        f"  {step.index}: {describe_action(step.action)} -> "
+        f"{first_lines(step.observation)}{_flags(step)}"
     )
 
 
@@ -137,11 +159,21 @@ def _header(index: int, trajectory: Trajectory) -> str:
     return ", ".join(parts)
 
 
-def trajectory_lines(index: int, trajectory: Trajectory) -> list[str]:
-    """One episode as text lines: the header, the start observation, one line per step."""
+def trajectory_lines(index: int, trajectory: Trajectory, *, full: bool = False) -> list[str]:
+    """One episode as text lines: the header, the start observation, one entry per step.
+
+    Args:
+        index: The episode's index (shown in the header).
+        trajectory: The episode.
+        full: Show every observation in full (up to :data:`OBSERVATION_CHARS` characters each,
+            indented under its step) instead of its first lines.
+    """
     lines = [_header(index, trajectory)]
-    lines.append(f"  start: {first_lines(trajectory.first_observation)}")
-    lines.extend(_step_line(step) for step in trajectory.steps)
+    if full:
+        lines.append(f"  start:\n{observation_block(trajectory.first_observation)}")
+    else:
+        lines.append(f"  start: {first_lines(trajectory.first_observation)}")
+    lines.extend(_step_line(step, full) for step in trajectory.steps)
     if trajectory.error and not any(step.error for step in trajectory.steps):
         lines.append(f"  episode error: {clip(trajectory.error, 200)}")
     return lines
@@ -185,8 +217,10 @@ def baseline_digest(
     Args:
         trajectories: The baseline rollouts.
         stats: Their statistics; computed when ``None``.
-        episode: One episode's index to list in full, or ``None`` for all (each shortened).
-        limit: About the most characters to return.
+        episode: One episode's index to list in full (every observation up to
+            :data:`OBSERVATION_CHARS` characters), or ``None`` for all (each shortened).
+        limit: About the most characters to return (steps in the middle of an episode are left
+            out first, and the text says so).
 
     Raises:
         IndexError: If ``episode`` is out of range.
@@ -201,8 +235,12 @@ def baseline_digest(
                 if trajectories
                 else "the baseline has no episodes"
             )
+        out.append(
+            f"Episode {episode} in full: each observation up to {OBSERVATION_CHARS} characters, "
+            f"the whole answer up to about {limit}."
+        )
         room = max(limit - sum(len(line) + 1 for line in out), _MIN_EPISODE_CHARS)
-        out.extend(_fit(trajectory_lines(episode, trajectories[episode]), room))
+        out.extend(_fit(trajectory_lines(episode, trajectories[episode], full=True), room))
         return clip("\n".join(out), limit)
     if not trajectories:
         out.append("(no baseline episodes)")

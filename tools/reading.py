@@ -51,13 +51,17 @@ def get_state_schema(session: DesignSession, with_example: bool = True) -> str:
 
 
 def read_baseline(session: DesignSession, episode: int | None = None) -> str:
-    """The baseline statistics and one episode in full, or every episode shortened."""
+    """The baseline statistics and one episode in full, or every episode shortened.
+
+    One episode shows every observation up to :data:`OBSERVATION_CHARS` characters, the whole
+    answer within the session's ``max_episode_chars``; all episodes fit ``max_output_chars``.
+    """
     try:
         return baseline_digest(
             session.trajectories,
             session.rollout_stats,
             episode=episode,
-            limit=session.max_output_chars,
+            limit=session.max_output_chars if episode is None else session.max_episode_chars,
         )
     except IndexError as e:
         raise ToolInputError(str(e)) from None

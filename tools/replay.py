@@ -1,15 +1,18 @@
-"""Dry runs: Setups on a fresh env, and rules code replayed over a recorded baseline episode.
+"""Dry runs: Setups on a fresh env, and rules code replayed over recorded baseline episodes.
 
 :func:`replay_rules` runs the hooks of ``rules_code`` in a real sandbox session, on a fresh env
-built from the base spec that follows the recorded actions step by step. The recorded action is
-what steps the env (so the states match the baseline even where a rule would have blocked or
-changed the action); the report says, for every step, what ``filter_action`` returned and how the
-observation changed.
+built from the base spec with the candidate's Setups (when it has some), that follows the recorded
+actions step by step. The recorded action is what steps the env (so the hooks see the states of the
+baseline episode, from the candidate's start, even where a rule would have blocked or changed the
+action); the report says, for every step, what ``filter_action`` returned and how the observation
+changed. :func:`replay_sweep` replays every baseline episode (within a time limit, the episodes
+that use tools not yet exercised first), so a hook that fails only on a rarely used tool is found.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,13 +24,25 @@ from envharness.errors import (
     RulesError,
     SandboxUnavailableError,
 )
+from envharness.harness.knobs import apply_knobs
 from envharness.harness.setups import Setups
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.trajectory import Trajectory
 from envharness.sandbox import HOOKS, RulesSandbox, RulesSession
-from envharness.tools.digest import describe_action, first_lines
+from envharness.tools.digest import clip, describe_action
 
-__all__ = ["RulesReplay", "describe_replay", "dry_run_setups", "replay_rules"]
+__all__ = [
+    "RulesReplay",
+    "ReplaySweep",
+    "describe_replay",
+    "describe_sweep",
+    "dry_run_setups",
+    "replay_rules",
+    "replay_sweep",
+]
+
+CHANGE_CHARS = 600
+"""The most characters of a hook's rewrite shown per step."""
 
 
 def dry_run_setups(
@@ -61,8 +76,15 @@ class RulesReplay:
         blocked: Steps ``filter_action`` blocked.
         changed: Steps ``filter_action`` replaced by another action.
         rewritten: Observations the hooks changed.
+        rejected: Recorded actions the env rejected or answered as invalid (after Setups they
+            may not fit the candidate's start).
         blocked_in_success: Steps of a successful recorded episode that were blocked.
+        tools: The env tools whose calls went through the hooks.
+        setup_steps: The Setups actions replayed before the first step.
+        start_observation: The observation after reset (and Setups), before the hooks.
+        first_observation: The policy's first observation (after ``filter_observation``).
         failure: Where and how a hook (or the sandbox) failed, or ``None``.
+        failed_tool: The tool of the action whose hooks failed, when a step's hooks did.
     """
 
     hooks: frozenset[str]
@@ -71,12 +93,18 @@ class RulesReplay:
     blocked: int = 0
     changed: int = 0
     rewritten: int = 0
+    rejected: int = 0
     blocked_in_success: list[int] = field(default_factory=list)
+    tools: set[str] = field(default_factory=set)
+    setup_steps: int = 0
+    start_observation: str | None = None
+    first_observation: str | None = None
     failure: str | None = None
+    failed_tool: str | None = None
 
 
-def _quote(text: str) -> str:
-    return json.dumps(first_lines(text), ensure_ascii=False)
+def _quote(text: str, limit: int = CHANGE_CHARS) -> str:
+    return json.dumps(clip(str(text), limit), ensure_ascii=False)
 
 
 def _observation_change(before: str, after: str) -> str:
@@ -97,6 +125,7 @@ def _replay_step(
 ) -> tuple[str, bool]:
     """Runs one recorded step through the hooks; returns its report line and whether it ended."""
     sent = action.to_dict()
+    report.tools.add(action.tool)
     verdict = session.filter_action(sent, env.get_env_state())
     parts: list[str] = []
     blocked = False
@@ -112,8 +141,13 @@ def _replay_step(
     try:
         result = env.step(action)
     except InvalidActionError as e:
+        report.rejected += 1
         parts.append(f"the env rejected the recorded action ({e})")
         return "; ".join(parts), False
+    invalid = (result.info or {}).get("invalid_action")
+    if invalid:
+        report.rejected += 1
+        parts.append(f"the env answered it as invalid ({clip(str(invalid), 160)})")
     if not blocked and session.hooks & {"modify_transition", "filter_observation"}:
         after = session.after_step(sent, result.observation, env.get_env_state())
         if after != result.observation:
@@ -124,27 +158,46 @@ def _replay_step(
     return "; ".join(parts) or "unchanged", result.terminated or result.truncated
 
 
-def replay_rules(spec: HarnessSpec, rules_code: str, trajectory: Trajectory) -> RulesReplay:
-    """Replays ``trajectory``'s recorded actions on a fresh env through the hooks of ``rules_code``.
+def _build(spec: HarnessSpec, in_env_actions: Sequence[dict[str, Any]]) -> Any:
+    env = spec.build()
+    return Setups(env, list(in_env_actions)) if in_env_actions else env
+
+
+def replay_rules(
+    spec: HarnessSpec,
+    rules_code: str,
+    trajectory: Trajectory,
+    *,
+    in_env_actions: Sequence[dict[str, Any]] = (),
+    knob_values: dict[str, float] | None = None,
+) -> RulesReplay:
+    """Replays ``trajectory``'s recorded actions through the hooks of ``rules_code``.
+
+    The env is built from ``spec`` with ``in_env_actions`` as Setups (the candidate's own start),
+    reset with the trajectory's seed, and stepped by the recorded actions.
 
     Args:
         spec: The spec the trajectory was played on (the base being rigged).
         rules_code: The rules code (checked statically first).
         trajectory: A recorded episode.
+        in_env_actions: The candidate's Setups actions; none for the bare start.
+        knob_values: Values for the code's knobs (its own values when ``None``).
 
     Returns:
         The per-step report; ``failure`` names the step and hook when a hook failed.
 
     Raises:
         RulesError: The code fails the static check, or the sandbox cannot start.
-        EnvHarnessError: The spec does not build or reset.
+        EnvHarnessError: The spec does not build or reset, or a Setups action fails.
     """
-    sandbox = RulesSandbox(rules_code)
-    report = RulesReplay(hooks=sandbox.info.hooks)
-    env = spec.build()
+    code = apply_knobs(rules_code, knob_values) if knob_values else rules_code
+    sandbox = RulesSandbox(code)
+    report = RulesReplay(hooks=sandbox.info.hooks, setup_steps=len(in_env_actions))
+    env = _build(spec, in_env_actions)
     where = "reset"
     try:
         observation, _ = env.reset(seed=trajectory.seed)
+        report.start_observation = report.first_observation = observation
         try:
             session = sandbox.start_episode(trajectory.seed)
         except SandboxUnavailableError:
@@ -153,14 +206,17 @@ def replay_rules(spec: HarnessSpec, rules_code: str, trajectory: Trajectory) -> 
             report.failure = f"when the episode started: {e}"
             return report
         with session:
+            tool = None
             try:
                 if "filter_observation" in session.hooks:
                     after = session.filter_observation(observation, env.get_env_state())
+                    report.first_observation = after
                     if after != observation:
                         report.rewritten += 1
                         report.lines.append(f"  reset: {_observation_change(observation, after)}")
                 for step in trajectory.steps:
                     where = f"step {step.index}"
+                    tool = None
                     if step.action is None:
                         report.lines.append(f"  {step.index}: no action was recorded; skipped")
                         continue
@@ -169,6 +225,7 @@ def replay_rules(spec: HarnessSpec, rules_code: str, trajectory: Trajectory) -> 
                     except InvalidActionError:
                         report.lines.append(f"  {step.index}: malformed recorded action; skipped")
                         continue
+                    tool = action.tool
                     report.steps += 1
                     line, ended = _replay_step(
                         session, env, step.index, action, report, trajectory.success
@@ -178,6 +235,7 @@ def replay_rules(spec: HarnessSpec, rules_code: str, trajectory: Trajectory) -> 
                         break
             except RulesError as e:
                 report.failure = f"at {where}: {e}"
+                report.failed_tool = tool
             except EnvHarnessError as e:
                 report.lines.append(f"  the env raised at {where}, replay stopped: {e}")
     finally:
@@ -188,14 +246,24 @@ def replay_rules(spec: HarnessSpec, rules_code: str, trajectory: Trajectory) -> 
 def describe_replay(report: RulesReplay, episode: int, trajectory: Trajectory) -> str:
     """The replay report as text for the designer model (the failure, if any, is the caller's)."""
     hooks = ", ".join(h for h in HOOKS if h in report.hooks) or "none"
+    start = (
+        f"from the candidate's Setups ({report.setup_steps} action(s)), "
+        if report.setup_steps
+        else ""
+    )
     head = [
         f"Replayed baseline episode {episode} (seed {trajectory.seed}, "
-        f"{'SUCCESS' if trajectory.success else 'FAILED'}, {report.steps} steps) through the "
-        f"hooks [{hooks}]: {report.blocked} blocked, {report.changed} changed, "
+        f"{'SUCCESS' if trajectory.success else 'FAILED'}, {report.steps} steps) {start}through "
+        f"the hooks [{hooks}]: {report.blocked} blocked, {report.changed} changed, "
         f"{report.rewritten} observations rewritten.",
         "The recorded actions drive the env (a blocked or changed action is reported, not "
         "applied), so every hook sees the states of the baseline episode.",
     ]
+    if report.setup_steps:
+        head.append(
+            "The episode was recorded from the bare start: after Setups some recorded actions "
+            f"may not fit ({report.rejected} of {report.steps} rejected or invalid)."
+        )
     if report.steps and report.blocked == report.steps:
         head.append(
             "WARNING: every recorded action was blocked; a policy cannot make progress under "
@@ -208,3 +276,143 @@ def describe_replay(report: RulesReplay, episode: int, trajectory: Trajectory) -
             "solvable (zero successes are rejected)."
         )
     return "\n".join(head + report.lines)
+
+
+@dataclass
+class ReplaySweep:
+    """The hooks replayed over many baseline episodes.
+
+    Attributes:
+        reports: Each replayed episode's report, by episode index, in replay order.
+        skipped: Episodes not replayed because the time limit was reached.
+        tools_used: The tools the baseline episodes called.
+        seconds: Wall time spent.
+        time_limit: The time limit, in seconds.
+    """
+
+    reports: dict[int, RulesReplay] = field(default_factory=dict)
+    skipped: list[int] = field(default_factory=list)
+    tools_used: set[str] = field(default_factory=set)
+    seconds: float = 0.0
+    time_limit: float = 0.0
+
+    @property
+    def failure(self) -> tuple[int, RulesReplay] | None:
+        """The first episode whose hooks failed, and its report."""
+        for index, report in self.reports.items():
+            if report.failure is not None:
+                return index, report
+        return None
+
+    @property
+    def tools_exercised(self) -> set[str]:
+        """The tools whose calls went through the hooks, over every replayed episode."""
+        return set().union(*(r.tools for r in self.reports.values()))
+
+    def total(self, name: str) -> int:
+        """A count summed over the replayed episodes (``steps``, ``blocked``, ...)."""
+        return sum(getattr(r, name) for r in self.reports.values())
+
+
+def _tools_of(trajectory: Trajectory) -> set[str]:
+    return {
+        str(step.action["tool"])
+        for step in trajectory.steps
+        if isinstance(step.action, dict) and isinstance(step.action.get("tool"), str)
+    }
+
+
+def _sweep_order(trajectories: Sequence[Trajectory], first: int | None) -> list[int]:
+    """Episode indices: ``first``, then greedily those adding unexercised tools, then the rest."""
+    order = [first] if first is not None else []
+    covered: set[str] = set().union(*(_tools_of(trajectories[i]) for i in order))
+    remaining = [i for i in range(len(trajectories)) if i not in order]
+    while remaining:
+        gains = {i: len(_tools_of(trajectories[i]) - covered) for i in remaining}
+        best = max(remaining, key=lambda i: (gains[i], -i))
+        if gains[best] == 0:
+            break
+        order.append(best)
+        covered |= _tools_of(trajectories[best])
+        remaining.remove(best)
+    return order + remaining
+
+
+def replay_sweep(
+    spec: HarnessSpec,
+    rules_code: str,
+    trajectories: Sequence[Trajectory],
+    *,
+    in_env_actions: Sequence[dict[str, Any]] = (),
+    knob_values: dict[str, float] | None = None,
+    first: int | None = None,
+    time_limit: float = 20.0,
+) -> ReplaySweep:
+    """Replays every baseline episode through the hooks, until one fails or time runs out.
+
+    Episodes are replayed in an order that exercises every tool the baseline used as early as
+    possible: ``first`` (when given), then each episode calling a tool not yet seen, then the
+    rest. At least one episode is replayed; no new one starts after ``time_limit`` seconds.
+
+    Args:
+        spec: The base spec the episodes were played on.
+        rules_code: The rules code.
+        trajectories: The baseline episodes.
+        in_env_actions: The candidate's Setups actions.
+        knob_values: Values for the code's knobs (its own values when ``None``).
+        first: The episode to replay first.
+        time_limit: Seconds after which no further episode is started.
+
+    Raises:
+        RulesError: The code fails the static check, or the sandbox cannot start.
+        EnvHarnessError: The spec does not build or reset, or a Setups action fails.
+    """
+    sweep = ReplaySweep(time_limit=time_limit)
+    sweep.tools_used = set().union(*(_tools_of(t) for t in trajectories))
+    started = time.perf_counter()
+    order = _sweep_order(trajectories, first)
+    for position, index in enumerate(order):
+        if sweep.reports and time.perf_counter() - started > time_limit:
+            sweep.skipped = order[position:]
+            break
+        report = replay_rules(
+            spec,
+            rules_code,
+            trajectories[index],
+            in_env_actions=in_env_actions,
+            knob_values=knob_values,
+        )
+        sweep.reports[index] = report
+        if report.failure is not None:
+            break
+    sweep.seconds = time.perf_counter() - started
+    return sweep
+
+
+def describe_sweep(sweep: ReplaySweep, total: int) -> str:
+    """One paragraph on the sweep: episodes replayed, the totals, the tools exercised."""
+    steps, blocked = sweep.total("steps"), sweep.total("blocked")
+    share = f" ({blocked / steps:.0%} of steps)" if steps else ""
+    lines = [
+        f"All baseline episodes through the hooks: {len(sweep.reports)} of {total} replayed in "
+        f"{sweep.seconds:.1f}s (time limit {sweep.time_limit:g}s): {steps} steps, {blocked} "
+        f"blocked{share}, {sweep.total('changed')} changed, {sweep.total('rewritten')} "
+        "observations rewritten."
+    ]
+    if sweep.skipped:
+        lines.append(
+            f"Not replayed (time limit): episodes {', '.join(map(str, sweep.skipped[:20]))}"
+            + (" ..." if len(sweep.skipped) > 20 else "")
+        )
+    used, exercised = sorted(sweep.tools_used), sweep.tools_exercised
+    missing = [t for t in used if t not in exercised]
+    if used:
+        lines.append(
+            f"Tools the baseline used: {', '.join(used)}; "
+            + (
+                "every one went through the hooks."
+                if not missing
+                else f"NOT exercised: {', '.join(missing)} (the replay stopped first)."
+            )
+        )
+    return "\n".join(lines)

@@ -21,10 +21,24 @@ from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["DEFAULT_OUTPUT_CHARS", "DesignSession", "ModelUsage", "ToolCallRecord"]
+__all__ = [
+    "DEFAULT_EPISODE_CHARS",
+    "DEFAULT_OUTPUT_CHARS",
+    "DEFAULT_REPLAY_SECONDS",
+    "DesignSession",
+    "ModelUsage",
+    "ToolCallRecord",
+]
 
 DEFAULT_OUTPUT_CHARS = 6000
 """The most characters one tool result sends back to the designer model."""
+
+DEFAULT_EPISODE_CHARS = 16000
+"""The most characters of a tool result that shows one episode in full (``read_baseline(episode)``,
+``check_rules``, ``get_stage_candidates``)."""
+
+DEFAULT_REPLAY_SECONDS = 20.0
+"""How long ``check_rules`` and ``submit_candidate`` may keep starting baseline episode replays."""
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 
@@ -109,6 +123,11 @@ class DesignSession:
             its text form, e.g. ``"sr:0.4-0.6"``).
         seed: The seed dry runs reset with; the first baseline episode's seed when ``None``.
         max_output_chars: The most characters one tool result may hold.
+        max_episode_chars: The most characters of a result that shows an episode or the
+            harness's observations in full.
+        siblings: The tasks a candidate may link to (``link_task_ids``); ``None`` lets the
+            tools find other tasks of the bridge themselves.
+        replay_seconds: The time limit for replaying baseline episodes through rules hooks.
 
     Attributes:
         submitted: The candidate ``submit_candidate`` accepted, or ``None``.
@@ -136,6 +155,9 @@ class DesignSession:
     objective: Objective | str = "auto"
     seed: int | None = None
     max_output_chars: int = DEFAULT_OUTPUT_CHARS
+    max_episode_chars: int = DEFAULT_EPISODE_CHARS
+    siblings: list[str] | None = None
+    replay_seconds: float = DEFAULT_REPLAY_SECONDS
     submitted: Candidate | None = field(default=None, init=False)
     log: list[ToolCallRecord] = field(default_factory=list, init=False, repr=False)
     usage: ModelUsage = field(default_factory=ModelUsage, init=False)
@@ -178,9 +200,17 @@ class DesignSession:
             self.seed = self.trajectories[0].seed if self.trajectories else 0
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise RiggerError(f"seed: expected an int, got {self.seed!r}")
-        limit = self.max_output_chars
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 500:
-            raise RiggerError(f"max_output_chars: expected an int >= 500, got {limit!r}")
+        for name in ("max_output_chars", "max_episode_chars"):
+            limit = getattr(self, name)
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 500:
+                raise RiggerError(f"{name}: expected an int >= 500, got {limit!r}")
+        seconds = self.replay_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise RiggerError(f"replay_seconds: expected a number >= 0, got {seconds!r}")
+        if self.siblings is not None:
+            if isinstance(self.siblings, str) or not isinstance(self.siblings, Iterable):
+                raise RiggerError("siblings: expected a list of task ids")
+            self.siblings = [str(t) for t in self.siblings]
         self._lock = threading.Lock()
         self._cache: dict[str, str] = {}
 

@@ -101,7 +101,7 @@ def _objects_without_properties(schema: Mapping, path: str = "parameters") -> li
     return found
 
 
-def test_the_six_tools_in_order(session):
+def test_the_eight_tools_in_order(session):
     names = [tool.name for tool in build_designer_tools(session)]
     assert (
         names
@@ -110,6 +110,8 @@ def test_the_six_tools_in_order(session):
             "get_tool_schemas",
             "get_state_schema",
             "read_baseline",
+            "get_stage_candidates",
+            "list_sibling_tasks",
             "dry_run_setups",
             "check_rules",
             "submit_candidate",
@@ -489,6 +491,7 @@ def test_tools_need_a_session_whose_spec_builds():
         "envharness.tools.build",
         "envharness.tools.digest",
         "envharness.tools.session",
+        "envharness.tools.staging",
     ],
 )
 def test_docstring_examples(module):
@@ -545,3 +548,208 @@ def test_submission_knob_and_link_errors(session, tools, args, expected):
     text = tools["submit_candidate"].invoke({"rules_code": DROP_CODE, "rationale": "r", **args})
     assert text.startswith("ERROR:") and expected in text, text
     assert session.submitted is None
+
+
+# -- issue 17: every lever the heuristic has, checks over the candidate's own start -------------
+
+CRASHES_ON_UNDO = """
+class _Rules:
+    def filter_action(self, action, state):
+        if action["tool"] == "undo":
+            return state["undo budget"]
+        return action
+"""
+PREFIX = """
+class _Rules:
+    def filter_observation(self, observation, state):
+        return "You play a variant of the task.\\n" + observation
+"""
+
+
+def test_check_rules_shows_the_harnessed_first_observation(tools):
+    text = tools["check_rules"].invoke(
+        {"rules_code": PREFIX, "in_env_actions": [as_item(SOLUTION[0])], "episode": 1}
+    )
+    assert not text.startswith("ERROR"), text
+    assert "after 1 Setups action(s)" in text and "filter_observation rewrote it" in text
+    # the first observation the policy really gets: the Setups' start, then the hook's rewrite
+    assert (
+        "(up to 2000 characters):\n  You play a variant of the task.\n  Numbers left: 4 4 100\n"
+        in (text)
+    )
+    assert "from the candidate's Setups (1 action(s))" in text
+    # the bare start is not what it shows
+    bare = tools["check_rules"].invoke({"rules_code": PREFIX, "episode": 1})
+    assert "the bridge's own start, no Setups" in bare
+    assert "  You play a variant of the task.\n  Numbers left: 4 4 10 10" in bare
+
+
+def test_check_rules_replays_every_episode_and_catches_a_rare_tool(tools):
+    # episode 1 (the success) never calls undo; only episode 0 does
+    text = tools["check_rules"].invoke({"rules_code": CRASHES_ON_UNDO, "episode": 1})
+    assert text.startswith(
+        "ERROR: when baseline episode 0 was replayed: at step 1: hook 'filter_action' failed: "
+        "raised KeyError: 'undo budget' (at line 5 of the rules code)"
+    ), text
+    assert "(the step called the tool 'undo')" in text
+
+
+def test_submit_catches_a_hook_that_fails_only_on_a_rare_tool(session, tools):
+    text = tools["submit_candidate"].invoke({"rules_code": CRASHES_ON_UNDO, "rationale": "r"})
+    assert text.startswith("ERROR: submission not accepted")
+    assert "a hook failed when baseline episode 0 was replayed: at step 1" in text
+    assert "the tool 'undo'" in text
+    assert session.submitted is None
+
+
+def test_check_rules_summarizes_all_episodes_and_the_tools_exercised(tools):
+    text = tools["check_rules"].invoke({"rules_code": BLOCK_UNDO, "episode": 1})
+    assert "All baseline episodes through the hooks: 3 of 3 replayed" in text
+    assert "27 steps, 6 blocked (22% of steps)" in text
+    assert "Tools the baseline used: combine, undo; every one went through the hooks." in text
+
+
+def test_the_sweep_exercises_new_tools_first_and_stops_at_the_time_limit(spec, baseline):
+    from envharness.tools import replay_sweep
+
+    sweep = replay_sweep(spec, BLOCK_UNDO, baseline, first=2, time_limit=0.0)
+    assert list(sweep.reports) == [2] and sweep.skipped == [0, 1]  # 0 adds undo, 1 adds nothing
+    session = DesignSession(spec, baseline, replay_seconds=0)
+    tools = {tool.name: tool for tool in build_designer_tools(session)}
+    text = tools["check_rules"].invoke({"rules_code": BLOCK_UNDO, "episode": 2})
+    assert "1 of 3 replayed" in text and "Not replayed (time limit): episodes 0, 1" in text
+    assert "NOT exercised: undo" in text
+
+
+def test_check_rules_replays_the_knob_ends(tools):
+    knob = {"name": "DROP_P", "low": 0, "high": 0.9, "harder": "high"}
+    text = tools["check_rules"].invoke({"rules_code": DROP_CODE, "knobs": [knob], "episode": 1})
+    assert "at each knob's ends" in text
+    assert "DROP_P=0 (easier end): 3 of 3 episodes, 0 of 27 steps blocked (0%)" in text
+    assert "DROP_P=0.9 (harder end):" in text
+    bad = tools["check_rules"].invoke(
+        {"rules_code": DROP_CODE, "knobs": [{**knob, "name": "P"}], "episode": 1}
+    )
+    assert bad.startswith("ERROR: knobs: 'P' is not an upper-case")
+
+
+CRASHES_WHEN_HARD = DROP_CODE.replace(
+    "        return action\n",
+    "        if DROP_P > 0.5:\n            raise ValueError('too hard')\n        return action\n",
+)
+
+
+def test_a_hook_failing_only_at_a_knob_end_is_caught(session, tools):
+    knob = {"name": "DROP_P", "low": 0, "high": 0.9, "harder": "high"}
+    text = tools["check_rules"].invoke({"rules_code": CRASHES_WHEN_HARD, "knobs": [knob]})
+    assert text.startswith(
+        "ERROR: a hook failed at DROP_P=0.9 (harder end), when baseline episode 0 was replayed"
+    ), text
+    assert "raised ValueError: too hard (at line 9 of the rules code)" in text
+    submitted = tools["submit_candidate"].invoke(
+        {"rules_code": CRASHES_WHEN_HARD, "knobs": [knob], "rationale": "r"}
+    )
+    assert "- a hook failed at DROP_P=0.9 (harder end)" in submitted
+    assert session.submitted is None
+
+
+def test_key_errors_name_the_line_and_the_valid_state_keys(tools):
+    text = tools["check_rules"].invoke({"rules_code": CRASHES})
+    assert "raised KeyError: 'no such key' (at line 4 of the rules code)" in text
+    assert "the keys of `state` are: " in text and '"numbers", "history"' in text
+    assert 'action["args"] the keys: "a", "op", "b"' in text
+
+
+FENCED = "```python\n" + BLOCK_UNDO.lstrip() + "```\n"
+
+
+def test_a_fenced_rules_code_is_stripped_with_a_note(session, tools):
+    text = tools["check_rules"].invoke({"rules_code": FENCED})
+    assert text.startswith("NOTE: rules_code was wrapped in a markdown fence")
+    assert "Static check passed (hooks: filter_action)." in text
+    accepted = tools["submit_candidate"].invoke({"rules_code": FENCED, "rationale": "no undo"})
+    assert accepted.startswith("accepted for validation: Rules.")
+    assert "the fence lines were removed" in accepted
+    assert session.submitted.rules_code == BLOCK_UNDO.lstrip()
+    assert "```" not in session.submitted.rules_code
+
+
+def test_a_fence_that_cannot_be_stripped_is_named_as_the_problem(tools):
+    text = tools["check_rules"].invoke({"rules_code": "Here it is:\n" + FENCED})
+    assert text.startswith("ERROR: rules code failed: line 1: syntax error")
+    assert "markdown fence" in text
+    empty = tools["check_rules"].invoke({"rules_code": "```python\n```"})
+    assert empty == "ERROR: rules_code: the markdown fence holds no code"
+
+
+def test_stage_candidates_are_ready_to_submit(session, tools):
+    text = tools["get_stage_candidates"].invoke({})
+    assert "offers 2 stage candidate(s) for task '4-4-10-10'" in text
+    assert "#0: HEAD START: the first 1 of the 3 steps of a known solution" in text
+    assert "the policy's first observation then: Numbers left: 4 4 100" in text
+    line = next(x for x in text.splitlines() if x.startswith("  in_env_actions: "))
+    actions = json.loads(line.removeprefix("  in_env_actions: "))
+    assert actions == [as_item(SOLUTION[0])]
+    accepted = tools["submit_candidate"].invoke({"in_env_actions": actions, "rationale": "a"})
+    assert accepted.startswith("accepted for validation: Setups [combine(a='10', op='*'")
+    quick = tools["get_stage_candidates"].invoke({"with_effects": False})
+    assert "#1: HEAD START" in quick and "first observation then" not in quick
+
+
+def test_stage_candidates_say_when_the_bridge_has_none(tools, monkeypatch):
+    from envharness.bridges.toy24 import Toy24Env
+
+    monkeypatch.setattr(Toy24Env, "stage_candidates", lambda self: [])
+    text = tools["get_stage_candidates"].invoke({})
+    assert text.startswith("The bridge 'toy24' offers no stage candidates for task '4-4-10-10'")
+
+
+def test_sibling_tasks_list_the_link_targets_with_instructions(spec, baseline):
+    session = DesignSession(spec, baseline, siblings=["1-1-4-6", TASK, "1-1-4-6"])
+    tools = {tool.name: tool for tool in build_designer_tools(session)}
+    text = tools["list_sibling_tasks"].invoke({})
+    assert "usable as link_task_ids" in text and "success needs every part" in text
+    assert text.count("\n- ") == 1  # the task itself and the duplicate are dropped
+    assert "- 1-1-4-6 [12 steps]: Make 24 from the numbers 1 1 4 6." in text
+    accepted = tools["submit_candidate"].invoke({"link_task_ids": ["1-1-4-6"], "rationale": "l"})
+    assert accepted.startswith("accepted for validation: Link to 1-1-4-6")
+
+
+def test_sibling_tasks_are_discovered_or_absent(spec, baseline):
+    found = DesignSession(spec, baseline)
+    text = {t.name: t for t in build_designer_tools(found)}["list_sibling_tasks"].invoke(
+        {"limit": 2}
+    )
+    assert text.count("\n- ") == 2 and f"- {TASK} " not in text
+    none = DesignSession(spec, baseline, siblings=[])
+    empty = {t.name: t for t in build_designer_tools(none)}["list_sibling_tasks"].invoke({})
+    assert empty.startswith("No sibling tasks: the bridge 'toy24' lists no other tasks")
+
+
+LONG_HINT = """
+class _Rules:
+    def modify_transition(self, action, observation, state):
+        return observation + "\\n" + "A long note for the policy. " * 20 + "END OF NOTE"
+"""
+
+
+def test_read_baseline_one_episode_shows_full_observations(spec):
+    long_spec = Candidate(rules_code=LONG_HINT).apply(spec)
+    episode = rollout(long_spec.build(), ScriptedPolicy(SOLUTION), seed=0)
+    session = DesignSession(long_spec, [episode])
+    tools = {tool.name: tool for tool in build_designer_tools(session)}
+    text = tools["read_baseline"].invoke({"episode": 0})
+    assert "Episode 0 in full: each observation up to 2000 characters" in text
+    assert "END OF NOTE" in text  # past 160 characters and past the second line
+    assert "      Solved: you made 24." in text
+    shortened = tools["read_baseline"].invoke({})
+    assert "END OF NOTE" not in shortened
+
+
+def test_session_checks_the_new_settings(spec):
+    with pytest.raises(RiggerError, match="max_episode_chars: expected an int >= 500"):
+        DesignSession(spec, [], max_episode_chars=10)
+    with pytest.raises(RiggerError, match="replay_seconds: expected a number >= 0"):
+        DesignSession(spec, [], replay_seconds=-1)
+    with pytest.raises(RiggerError, match="siblings: expected a list"):
+        DesignSession(spec, [], siblings="1-1-4-6")
