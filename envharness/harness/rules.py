@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envharness.core import Action, ActionableEnv, StepResult
-from envharness.errors import EnvHarnessError, EpisodeError, RulesError
+from envharness.errors import EnvHarnessError, EpisodeError, RulesError, SpecError
 from envharness.harness.base import EnvHarness
 from envharness.harness.knobs import apply_knobs
 from envharness.sandbox import RulesSandbox, RulesSession, SandboxLimits, rules_sha256
@@ -26,7 +26,12 @@ class Rules(EnvHarness):
     ``rules_code`` defines ``class _Rules`` with up to three hooks, each identity by default:
 
     - ``filter_action(action, state) -> action | str``: a str blocks the action and becomes the
-      observation (the env below is not stepped); a changed action dict is stepped instead.
+      observation (the env below is not stepped); the action itself passes it through. A
+      *changed* action dict is refused (:class:`~envharness.errors.RulesError`) unless the
+      component is built with ``allow_rewrite=True``: rules that may swap the agent's action
+      could play for it. With the opt-in, the changed action is stepped instead and the step's
+      ``info["rules_replaced_action"]`` holds it (the rollout loop records it as
+      ``Step.executed_action`` beside the agent's own action).
     - ``modify_transition(action, observation, state) -> str``: rewrites the observation after a
       step (``state`` is the state after it).
     - ``filter_observation(observation, state) -> str``: rewrites every observation, the reset's
@@ -41,6 +46,9 @@ class Rules(EnvHarness):
         knobs: Values for the code's knobs (upper-case module-level numeric constants, see
             :mod:`envharness.harness.knobs`), e.g. ``{"DROP_P": 0.45}``.
         limits: Sandbox limits (per-call timeout, CPU, memory); defaults are safe.
+        allow_rewrite: Let ``filter_action`` replace the agent's action (recorded in the spec as
+            ``"allow_rewrite": true`` and in every rewritten step). EnvRigger never accepts a
+            candidate whose successes depend on rewritten steps.
 
     Example:
         >>> from envharness import load_bridge
@@ -63,14 +71,18 @@ class Rules(EnvHarness):
         *,
         knobs: Mapping[str, float] | None = None,
         limits: SandboxLimits | None = None,
+        allow_rewrite: bool = False,
     ) -> None:
         super().__init__(env)
+        if not isinstance(allow_rewrite, bool):
+            raise RulesError(f"expected allow_rewrite to be a bool, got {allow_rewrite!r}")
         if not isinstance(rules_code, str):
             raise RulesError(f"expected rules_code to be a str, got {type(rules_code).__name__}")
         if knobs is not None and not isinstance(knobs, Mapping):
             raise RulesError(f"expected knobs to be a dict, got {type(knobs).__name__}")
         self.rules_code = rules_code
         self.knobs = dict(knobs or {})
+        self.allow_rewrite = allow_rewrite
         self._sha256 = rules_sha256(rules_code)
         self._sandbox = RulesSandbox(apply_knobs(rules_code, self.knobs), limits=limits)
         self._session: RulesSession | None = None
@@ -87,10 +99,12 @@ class Rules(EnvHarness):
         return self._sha256
 
     def component_config(self) -> dict[str, Any]:
-        """The rules code, its hash, and the knob values that override its constants."""
+        """The rules code, its hash, the knob values, and ``allow_rewrite`` when it is on."""
         config: dict[str, Any] = {"rules_code": self.rules_code, "sha256": self.rules_sha256}
         if self.knobs:
             config["knobs"] = dict(self.knobs)
+        if self.allow_rewrite:
+            config["allow_rewrite"] = True
         return config
 
     @classmethod
@@ -99,7 +113,12 @@ class Rules(EnvHarness):
         from envharness.harness.spec import check_rules_hash
 
         check_rules_hash(config)
-        return cls(env, config["rules_code"], knobs=config.get("knobs"))
+        allow_rewrite = config.get("allow_rewrite", False)
+        if not isinstance(allow_rewrite, bool):
+            raise SpecError(f"rules 'allow_rewrite': expected true or false, got {allow_rewrite!r}")
+        return cls(
+            env, config["rules_code"], knobs=config.get("knobs"), allow_rewrite=allow_rewrite
+        )
 
     # -- episode ---------------------------------------------------------------------------------
 
@@ -128,6 +147,14 @@ class Rules(EnvHarness):
             except EnvHarnessError as e:
                 raise RulesError(f"returned an invalid action: {e}", hook="filter_action") from e
             replaced = replacement != action
+            if replaced and not self.allow_rewrite:
+                raise RulesError(
+                    f"returned a different action ({replacement}) for the agent's {action}; "
+                    "a hook may pass the action through or block it by returning a str. "
+                    "Rewriting actions could play for the agent, so it is off unless the Rules "
+                    "component is built with allow_rewrite=True",
+                    hook="filter_action",
+                )
             action = replacement
         else:
             replaced = False

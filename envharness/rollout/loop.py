@@ -300,6 +300,7 @@ class _Episode:
                 env_seconds=env_seconds,
             )
         info = info if isinstance(info, dict) else {}
+        executed = info.get("rules_replaced_action")
         invalid = info.get("invalid_action")
         invalid = None if invalid is None or invalid is False else str(invalid)
         observation = str(observation)
@@ -316,6 +317,7 @@ class _Episode:
             invalid=invalid,
             policy_seconds=policy_seconds,
             env_seconds=env_seconds,
+            executed_action=dict(executed) if isinstance(executed, dict) else None,
         )
 
     def _finish(self) -> None:

@@ -56,6 +56,8 @@ class Step:
         error: An error that ended the episode at this step, if any.
         policy_seconds: Wall time the policy took to act.
         env_seconds: Wall time the environment took to step.
+        executed_action: The action a rule ran instead of the agent's ``action`` (Rules built
+            with ``allow_rewrite=True``); ``None`` when the agent's own action ran.
     """
 
     index: int
@@ -69,6 +71,7 @@ class Step:
     error: str | None = None
     policy_seconds: float = 0.0
     env_seconds: float = 0.0
+    executed_action: dict[str, Any] | None = None
 
     @property
     def parsed_action(self) -> Action | None:
@@ -135,6 +138,11 @@ class Trajectory:
     def n_blocked(self) -> int:
         """The number of steps a rule blocked."""
         return sum(1 for s in self.steps if s.blocked)
+
+    @property
+    def n_rewritten(self) -> int:
+        """The number of steps where a rule ran another action than the agent's."""
+        return sum(1 for s in self.steps if s.executed_action is not None)
 
     def action_keys(self) -> list[str | None]:
         """One canonical text per step (``Action.key()``'s form); ``None`` for no action.

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from conftest import SOLVE_4_4_10_10, combine
 
-from envharness import Action, InvalidActionError, RulesError
+from envharness import Action, InvalidActionError, RulesError, SpecError
 from envharness.harness import Rules
+from envharness.rollout.trajectory import Trajectory
 
 BLOCK_UNDO = """
 class _Rules:
@@ -71,15 +72,78 @@ def test_block_becomes_the_observation_and_the_env_is_not_stepped(toy):
         env.close()
 
 
-def test_filter_action_can_replace_the_action(toy):
+# Plays for the agent: whatever it does, the rule runs the oracle's next move from the state.
+PLAY_FOR_THE_AGENT = """
+class _Rules:
+    def filter_action(self, action, state):
+        left = sorted(state["numbers"])
+        moves = {
+            "4 4 10 10": ("10", "*", "10"),
+            "4 4 100": ("100", "-", "4"),
+            "4 96": ("96", "/", "4"),
+        }
+        a, op, b = moves.get(" ".join(left), ("4", "+", "4"))
+        return {"tool": "combine", "args": {"a": a, "op": op, "b": b}}
+"""
+
+
+def test_filter_action_may_not_replace_the_action_by_default(toy):
     env = Rules(toy, SWAP_PLUS_FOR_TIMES)
     try:
         env.reset(seed=0)
-        result = env.step(combine("10", "+", "10"))
-        assert "100" in env.get_env_state()["numbers"]
-        assert result.info["rules_replaced_action"] == combine("10", "*", "10").to_dict()
+        with pytest.raises(RulesError, match="filter_action.*returned a different action"):
+            env.step(combine("10", "+", "10"))
+        assert "100" not in env.get_env_state()["numbers"]  # nothing ran
     finally:
         env.close()
+
+
+def test_rules_cannot_forge_a_success_by_playing_for_the_agent(toy):
+    from envharness.rollout import RandomPolicy, rollout
+
+    trajectory = rollout(Rules(toy, PLAY_FOR_THE_AGENT), RandomPolicy(0), max_steps=6)
+    assert not trajectory.success
+    assert trajectory.end_reason == "env_error" and "allow_rewrite" in trajectory.error
+
+
+def test_rewriting_is_an_explicit_opt_in_recorded_in_spec_and_trajectory(toy):
+    from envharness.harness import HarnessSpec
+    from envharness.rollout import rollout
+
+    env = Rules(toy, SWAP_PLUS_FOR_TIMES, allow_rewrite=True)
+    spec = HarnessSpec.from_env(env)
+    assert spec.components[0].config["allow_rewrite"] is True
+    rebuilt = spec.build()
+    try:
+        rebuilt.reset(seed=0)
+        result = rebuilt.step(combine("10", "+", "10"))
+        assert "100" in rebuilt.get_env_state()["numbers"]
+        assert result.info["rules_replaced_action"] == combine("10", "*", "10").to_dict()
+    finally:
+        rebuilt.close()
+
+    class Plus:
+        def start(self, instruction, tools):
+            pass
+
+        def act(self, observation):
+            return combine("10", "+", "10")
+
+    trajectory = rollout(env, Plus(), max_steps=1)
+    (step,) = trajectory.steps
+    assert step.action == combine("10", "+", "10").to_dict()  # what the agent did
+    assert step.executed_action == combine("10", "*", "10").to_dict()  # what ran
+    assert trajectory.n_rewritten == 1
+    assert Trajectory.from_json(trajectory.to_json()).steps[0].executed_action is not None
+
+
+def test_allow_rewrite_must_be_a_bool(toy):
+    with pytest.raises(RulesError, match="allow_rewrite to be a bool"):
+        Rules(toy, SWAP_PLUS_FOR_TIMES, allow_rewrite="yes")  # type: ignore[arg-type]
+    config = Rules(toy, SWAP_PLUS_FOR_TIMES).component_config()
+    assert "allow_rewrite" not in config
+    with pytest.raises(SpecError, match="allow_rewrite"):
+        Rules.from_config(toy, {**config, "allow_rewrite": "yes"})
 
 
 def test_transition_and_observation_hooks(toy):
