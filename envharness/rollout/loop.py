@@ -23,7 +23,16 @@ from envharness.harness.spec import HarnessSpec
 from envharness.rollout.policy import Policy, describe_policy, policy_usage, start_policy
 from envharness.rollout.trajectory import Step, Trajectory
 
-__all__ = ["invalid_action_feedback", "rejected_observation", "rollout"]
+__all__ = [
+    "MAX_OBSERVATION_CHARS",
+    "clip_observation",
+    "invalid_action_feedback",
+    "rejected_observation",
+    "rollout",
+]
+
+MAX_OBSERVATION_CHARS = 50_000
+"""The most characters of one observation the policy is shown and the trajectory stores."""
 
 _log = logging.getLogger("envharness.rollout")
 
@@ -103,6 +112,19 @@ def invalid_action_feedback(
     return "\n".join(lines)
 
 
+def clip_observation(observation: str, limit: int | None = MAX_OBSERVATION_CHARS) -> str:
+    r"""``observation`` cut to ``limit`` characters, the cut said in the text.
+
+    Example:
+        >>> clip_observation("x" * 30, 10)
+        'xxxxxxxxxx\n[... 20 more characters cut: the observation was too long]'
+    """
+    if limit is None or len(observation) <= limit:
+        return observation
+    cut = len(observation) - limit
+    return f"{observation[:limit]}\n[... {cut} more characters cut: the observation was too long]"
+
+
 def rejected_observation(observation: str, reason: str) -> str:
     """The env's answer to a rejected action, with the env's reason added when it lacks it.
 
@@ -155,8 +177,10 @@ class _Episode:
         seed: int,
         step_timeout: float | None,
         policy_name: str,
+        max_observation_chars: int | None = MAX_OBSERVATION_CHARS,
     ) -> None:
         self.env = env
+        self.max_observation_chars = max_observation_chars
         self.policy = policy
         self.budget = budget
         self.seed = seed
@@ -195,7 +219,9 @@ class _Episode:
         try:
             observation, _ = env.reset(seed=self.seed)
             self.reset_done = True
-            trajectory.first_observation = str(observation)
+            trajectory.first_observation = clip_observation(
+                str(observation), self.max_observation_chars
+            )
             trajectory.instruction = str(env.instruction)
             self.tools = list(env.tools())
         except Exception as e:
@@ -303,7 +329,7 @@ class _Episode:
         executed = info.get("rules_replaced_action")
         invalid = info.get("invalid_action")
         invalid = None if invalid is None or invalid is False else str(invalid)
-        observation = str(observation)
+        observation = clip_observation(str(observation), self.max_observation_chars)
         if invalid is not None:
             observation = rejected_observation(observation, invalid)
         return Step(
@@ -402,6 +428,7 @@ def _check_arguments(
     seed: object,
     step_timeout: object,
     policy_name: object,
+    max_observation_chars: object,
 ) -> None:
     if not isinstance(env, ActionableEnv):
         raise TypeError(f"expected an ActionableEnv, got {type(env).__name__}")
@@ -427,6 +454,15 @@ def _check_arguments(
         )
     if policy_name is not None and (not isinstance(policy_name, str) or not policy_name):
         raise TypeError(f"expected policy_name to be a non-empty str or None, got {policy_name!r}")
+    if max_observation_chars is not None and (
+        isinstance(max_observation_chars, bool)
+        or not isinstance(max_observation_chars, int)
+        or max_observation_chars < 1
+    ):
+        raise ValueError(
+            "expected max_observation_chars to be a positive int or None, got "
+            f"{max_observation_chars!r}"
+        )
 
 
 def rollout(
@@ -438,6 +474,7 @@ def rollout(
     step_timeout: float | None = None,
     policy_name: str | None = None,
     close: bool = True,
+    max_observation_chars: int | None = MAX_OBSERVATION_CHARS,
 ) -> Trajectory:
     """Plays one episode of ``env`` with ``policy`` and records it.
 
@@ -481,6 +518,9 @@ def rollout(
         policy_name: How to record the policy; by default ``policy.describe()`` if the policy has
             it, else its class name.
         close: Whether to close ``env`` at the end (always, errors included).
+        max_observation_chars: Observations longer than this are cut (the cut said in the
+            text) before the policy sees them and the trajectory stores them; ``None`` keeps
+            them whole.
 
     Returns:
         The episode's :class:`~envharness.rollout.trajectory.Trajectory`.
@@ -505,7 +545,9 @@ def rollout(
         ('terminated', True, 3)
     """
     try:
-        _check_arguments(env, policy, max_steps, seed, step_timeout, policy_name)
+        _check_arguments(
+            env, policy, max_steps, seed, step_timeout, policy_name, max_observation_chars
+        )
         budget = env.max_steps if max_steps is None else max_steps
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ValueError(
@@ -518,6 +560,7 @@ def rollout(
             seed=seed,
             step_timeout=None if step_timeout is None else float(step_timeout),
             policy_name=_policy_name(policy, policy_name),
+            max_observation_chars=max_observation_chars,
         )
         return episode.run()
     finally:

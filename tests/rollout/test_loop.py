@@ -462,3 +462,27 @@ def test_env_returning_garbage_from_step_is_an_env_error():
     assert trajectory.end_reason == "env_error"
     assert trajectory.error.startswith("TypeError: expected env.step() to return a StepResult")
     assert env.closed
+
+
+def test_huge_observations_are_cut_before_the_policy_and_the_record():
+    from envharness.rollout.loop import MAX_OBSERVATION_CHARS
+
+    huge = "spam " * 1_000_000  # 5 MB a step
+
+    def flood(env, action):
+        return StepResult(huge, 0.0, False, False, {})
+
+    env = FakeEnv(step_fn=flood, reset_fn=lambda env, seed: huge)
+    policy = Script([Action("noop")])
+    trajectory = rollout(env, policy, max_steps=3)
+    assert len(trajectory.first_observation) < MAX_OBSERVATION_CHARS + 100
+    assert all(len(s.observation) < MAX_OBSERVATION_CHARS + 100 for s in trajectory.steps)
+    assert "more characters cut" in trajectory.steps[0].observation
+    assert all(len(seen) < MAX_OBSERVATION_CHARS + 100 for seen in policy.observations)
+    assert len(trajectory.to_json()) < 4 * (MAX_OBSERVATION_CHARS + 100) + 10_000
+    whole = rollout(
+        FakeEnv(step_fn=flood), Script([Action("noop")]), max_steps=1, max_observation_chars=None
+    )
+    assert whole.steps[0].observation == huge
+    with pytest.raises(ValueError, match="max_observation_chars"):
+        rollout(FakeEnv(), Script([Action("noop")]), max_observation_chars=0)
