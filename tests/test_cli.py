@@ -39,6 +39,20 @@ class EmptyFake(FakeEnv):
     SPLITS = {"train": (), "test": ()}
 
 
+# Clear the screen, set the window title, write the clipboard (OSC 52), ring the bell.
+ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x9b"
+
+
+class HostileFake(FakeEnv):
+    """Answers every step with terminal control sequences; its instruction carries them too."""
+
+    instruction = f"Say hello.{ESCAPES}"
+
+    def step(self, action):
+        result = super().step(action)
+        return result._replace(observation=f"You said it.{ESCAPES}")
+
+
 @pytest.fixture
 def runner():
     return CliRunner()
@@ -48,6 +62,7 @@ def runner():
 def fake_bridges():
     names = {"fake": FakeEnv, "fake-blocking": BlockingFake, "fake-drifting": DriftingFake}
     names["fake-empty"] = EmptyFake
+    names["fake-hostile"] = HostileFake
     for name, cls in names.items():
         envharness.register(name, cls)
     yield
@@ -191,6 +206,13 @@ def test_play_stops_when_the_budget_is_used(runner):
     assert "[2/2] noop()" in result.stdout
     assert "say(text='hello')" not in result.stdout
     assert "ended: step budget used" in result.stdout
+
+
+def test_play_escapes_terminal_control_sequences_from_the_env(runner):
+    result = runner.invoke(app, ["play", "fake-hostile"], input="noop\nhello\n")
+    assert result.exit_code == 0
+    assert "\x1b" not in result.stdout and "\x9b" not in result.stdout
+    assert "You said it.\\x1b[2J\\x1b]0;pwned" in result.stdout  # shown, harmless
 
 
 def test_play_shows_blocked_and_truncated(runner):
@@ -393,3 +415,22 @@ def test_rig_passes_bridge_options_to_every_task(tmp_path):
     assert stored and all(
         json.loads(line)["spec"]["bridge"]["options"] == {"max_steps": 6} for line in stored
     )
+
+
+def test_every_cli_console_escapes_control_characters_in_tables_and_strings():
+    import io
+
+    from rich.table import Table
+
+    from envharness.cli._app import SafeConsole, printable
+
+    buffer = io.StringIO()
+    console = SafeConsole(file=buffer, force_terminal=True, highlight=False)
+    table = Table("error")
+    table.add_row(f"RulesError: boom{ESCAPES}")
+    console.print(table)
+    console.print(f"rules code: {ESCAPES}", markup=False)
+    written = buffer.getvalue()
+    assert "\x1b[2J" not in written and "\x1b]" not in written and "\x9b" not in written
+    assert "\\x1b[2J" in written
+    assert printable("tab\tand\nnewline") == "tab\tand\nnewline"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -70,12 +71,58 @@ def parse_options(pairs: list[str] | None) -> dict[str, Any]:
     return options
 
 
+# C0 controls but newline and tab, DEL, and C1 controls: what can drive a terminal (ESC starts
+# CSI and OSC sequences: clear the screen, set the title, write the clipboard with OSC 52).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every terminal control character shown as an escape (``\x1b``).
+
+    Text from an env, a policy or rules code reaches the operator's terminal only through this.
+
+    Example:
+        >>> printable("a\x1b]0;title\x07b")
+        'a\\x1b]0;title\\x07b'
+    """
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def _printable_text(text: Text) -> Text:
+    """A copy of ``text`` whose characters are printable, its styled pieces kept."""
+    if not _CONTROL.search(text.plain):
+        return text
+    cuts = sorted({offset for span in text.spans for offset in (span.start, span.end)})
+    clean = Text(style=text.style, justify=text.justify, no_wrap=text.no_wrap, end=text.end)
+    for piece in text.divide(cuts) if cuts else [text]:
+        style = piece.spans[-1].style if piece.spans else None
+        clean.append(printable(piece.plain), style=style)
+    return clean
+
+
+class SafeConsole(Console):
+    """A rich ``Console`` that escapes terminal control characters in everything it prints.
+
+    Plain strings (table cells included) are escaped when rendered, :class:`~rich.text.Text`
+    objects when printed; rich's own styling is untouched.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """Renders ``text`` with its control characters escaped."""
+        return super().render_str(printable(text), **kwargs)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Prints ``objects``, escaping control characters in their text."""
+        clean = [_printable_text(o) if isinstance(o, Text) else o for o in objects]
+        super().print(*clean, **kwargs)
+
+
 def _stdout() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return SafeConsole(highlight=False, soft_wrap=True)
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return SafeConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _clean_errors(command: Callable[_P, _R]) -> Callable[_P, _R]:

@@ -31,7 +31,14 @@ if TYPE_CHECKING:
 
     pass
 
-from envharness.cli._app import BridgeOptions, _clean_errors, _stdout, app, parse_options
+from envharness.cli._app import (
+    BridgeOptions,
+    _clean_errors,
+    _stdout,
+    app,
+    parse_options,
+    printable,
+)
 
 _SESSION_HELP = (
     "Type an action: shell-like words (combine 4 * 6), call syntax (combine(4, '*', 6)) or JSON "
@@ -85,7 +92,7 @@ def tasks(
     ids = list_tasks(name, split=split, **parse_options(option))
     shown = ids if limit is None else ids[:limit]
     for task_id in shown:
-        typer.echo(task_id)
+        typer.echo(printable(task_id))
     typer.echo(f"{len(shown)} of {len(ids)} tasks in split {split!r} of {name!r}", err=True)
 
 
