@@ -63,6 +63,7 @@ class Rules(EnvHarness):
     """
 
     component_type = "rules"
+    config_fields = frozenset({"rules_code", "sha256", "knobs", "allow_rewrite"})
 
     def __init__(
         self,

@@ -28,6 +28,8 @@ from envharness.errors import EnvHarnessError, SpecError
 from envharness.sandbox.check import rules_sha256
 
 __all__ = [
+    "MAX_COMPONENTS",
+    "MAX_NESTING",
     "SPEC_VERSION",
     "BridgeSpec",
     "ComponentSpec",
@@ -39,6 +41,17 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
+
+MAX_COMPONENTS = 64
+"""The most components one spec may stack (each is a layer every step passes through)."""
+
+MAX_NESTING = 32
+"""The deepest nesting of lists and objects a spec's values may have."""
+
+_SPEC_KEYS = frozenset({"envharness_spec", "spec_id", "bridge", "components", "lineage"})
+_BRIDGE_KEYS = frozenset({"name", "task_id", "options"})
+_COMPONENT_KEYS = frozenset({"type", "config"})
+_LINEAGE_KEYS = frozenset({"task", "policy", "parent", "validation", "notes"})
 
 _COMPONENTS: dict[str, str | type] = {
     "setups": "envharness.harness.setups:Setups",
@@ -90,6 +103,47 @@ def check_rules_hash(config: Mapping[str, Any]) -> None:
             f"{digest!r}); the spec was edited by hand or corrupted. Rebuild it with "
             "Rules(env, code).spec() instead of editing the JSON."
         )
+
+
+def _unknown_keys(data: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    extra = sorted(str(key) for key in data if key not in allowed)
+    if extra:
+        raise SpecError(
+            f"{where}: unknown field(s) {', '.join(map(repr, extra))}; the fields are "
+            f"{', '.join(sorted(allowed))}"
+        )
+
+
+def _check_nesting(value: Any, where: str) -> None:
+    """Refuses values nested deeper than :data:`MAX_NESTING` (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth >= MAX_NESTING:
+                raise SpecError(f"{where} is nested more than {MAX_NESTING} levels deep")
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    for key in options:
+        if not isinstance(key, str) or not key:
+            raise SpecError(f"bridge.options: expected str keys, got {key!r}")
+    if "task_id" in options:
+        raise SpecError(
+            "bridge.options: 'task_id' is not an option; the task is bridge.task_id (on the "
+            "command line: --task/--tasks)"
+        )
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise SpecError(f"the field {key!r} is given twice in one object")
+        data[key] = value
+    return data
 
 
 def _canonical(data: Any) -> str:
@@ -207,7 +261,18 @@ class HarnessSpec:
         """
         from envharness.bridges.registry import load_bridge
 
-        env = load_bridge(self.bridge.name, task_id=self.bridge.task_id, **self.bridge.options)
+        if len(self.components) > MAX_COMPONENTS:
+            raise SpecError(
+                f"the spec stacks {len(self.components)} components; at most {MAX_COMPONENTS}"
+            )
+        _check_options(self.bridge.options)
+        try:
+            env = load_bridge(self.bridge.name, task_id=self.bridge.task_id, **self.bridge.options)
+        except TypeError as e:  # an option the bridge's constructor does not take
+            raise SpecError(
+                f"bridge.options {sorted(self.bridge.options)} do not fit the "
+                f"{self.bridge.name!r} bridge: {e}"
+            ) from e
         try:
             for component in self.components:
                 env = _component_class(component.type).from_config(env, component.config)
@@ -246,8 +311,10 @@ class HarnessSpec:
         if not isinstance(data, Mapping):
             raise SpecError(f"expected a spec object, got {type(data).__name__}")
         version = data.get("envharness_spec")
-        if version != SPEC_VERSION:
+        if type(version) is not int or version != SPEC_VERSION:
             raise SpecError(f"expected envharness_spec={SPEC_VERSION}, got {version!r}")
+        _unknown_keys(data, _SPEC_KEYS, "spec")
+        _check_nesting(data, "the spec")
         bridge = data.get("bridge")
         if (
             not isinstance(bridge, Mapping)
@@ -259,9 +326,15 @@ class HarnessSpec:
                 "expected 'bridge' to be {'name': str, 'task_id': str, 'options': {...}}, "
                 f"got {bridge!r}"
             )
+        _unknown_keys(bridge, _BRIDGE_KEYS, "bridge")
+        _check_options(bridge.get("options", {}))
         raw_components = data.get("components", [])
         if not isinstance(raw_components, list):
             raise SpecError("expected 'components' to be a list")
+        if len(raw_components) > MAX_COMPONENTS:
+            raise SpecError(
+                f"the spec stacks {len(raw_components)} components; at most {MAX_COMPONENTS}"
+            )
         components = []
         for i, raw in enumerate(raw_components):
             if (
@@ -270,12 +343,18 @@ class HarnessSpec:
                 or not isinstance(raw.get("config", {}), Mapping)
             ):
                 raise SpecError(f"component #{i}: expected {{'type': str, 'config': {{...}}}}")
-            _component_class(raw["type"])
+            _unknown_keys(raw, _COMPONENT_KEYS, f"component #{i}")
+            fields = getattr(_component_class(raw["type"]), "config_fields", None)
+            if fields is not None:
+                _unknown_keys(raw.get("config", {}), frozenset(fields), f"component #{i} config")
             if raw["type"] == "rules":
                 check_rules_hash(raw.get("config", {}))
             components.append(ComponentSpec(raw["type"], dict(raw.get("config", {}))))
         lineage = None
         if data.get("lineage") is not None:
+            if not isinstance(data["lineage"], Mapping):
+                raise SpecError(f"expected 'lineage' to be an object, got {data['lineage']!r}")
+            _unknown_keys(data["lineage"], _LINEAGE_KEYS, "lineage")
             try:
                 lineage = Lineage(**data["lineage"])
             except TypeError as e:
@@ -301,7 +380,9 @@ class HarnessSpec:
             SpecError: If the text is not valid JSON or not a valid spec.
         """
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
         except (json.JSONDecodeError, TypeError) as e:
             raise SpecError(f"spec is not valid JSON: {e}") from e
+        except RecursionError as e:
+            raise SpecError(f"the spec is nested more than {MAX_NESTING} levels deep") from e
         return cls.from_dict(data)

@@ -7,6 +7,7 @@ from conftest import combine
 
 from envharness import SpecError, UnknownBridgeError
 from envharness.harness import HarnessSpec, Lineage, Rules, Setups
+from envharness.harness.spec import BridgeSpec
 
 CODE = """
 class _Rules:
@@ -69,6 +70,13 @@ def test_edited_content_with_stale_id_is_refused(stack):
     assert HarnessSpec.from_dict(data).bridge.task_id == "3-3-8-8"
 
 
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("mutate", "match"),
     [
@@ -77,7 +85,21 @@ def test_edited_content_with_stale_id_is_refused(stack):
         (lambda d: d.update(components={}), "'components' to be a list"),
         (lambda d: d["components"].append({"type": "teleporter"}), "unknown component type"),
         (lambda d: d["components"].append(["setups"]), "component #2"),
-        (lambda d: d.update(lineage={"colour": "red"}), "bad lineage"),
+        (lambda d: d.update(lineage={"colour": "red"}), "lineage: unknown field.*'colour'"),
+        (lambda d: d.update(envharness_spec=True), "envharness_spec=1, got True"),
+        (lambda d: d.update(limits={"cpu": 0}), "spec: unknown field.*'limits'"),
+        (lambda d: d["bridge"].update(colour="red"), "bridge: unknown field"),
+        (lambda d: d["bridge"]["options"].update(task_id="1-1-1-1"), "--task/--tasks"),
+        (lambda d: d["components"][1].update(_unchecked=True), "component #1: unknown field"),
+        (
+            lambda d: d["components"][1]["config"].update(limits={"timeout": 999}),
+            "component #1 config: unknown field.*'limits'",
+        ),
+        (lambda d: d["bridge"]["options"].update(deep=_nested(40)), "nested more than 32"),
+        (
+            lambda d: d.update(components=[d["components"][0]] * 65),
+            "65 components; at most 64",
+        ),
     ],
 )
 def test_malformed_specs(stack, mutate, match):
@@ -136,3 +158,18 @@ def test_registered_custom_component_round_trips(toy, monkeypatch):
     rebuilt = HarnessSpec.from_json(Shout(toy).spec().to_json()).build()
     assert isinstance(rebuilt, Shout)
     assert rebuilt.reset(seed=0)[0].isupper()
+
+
+def test_spec_text_errors_are_spec_errors():
+    with pytest.raises(SpecError, match="'bridge' is given twice"):
+        HarnessSpec.from_json('{"envharness_spec": 1, "bridge": {}, "bridge": {}}')
+    with pytest.raises(SpecError, match="nested more than"):
+        HarnessSpec.from_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_an_option_the_bridge_does_not_take_is_a_spec_error():
+    spec = HarnessSpec(BridgeSpec("toy24", "4-4-10-10", {"bogus": 1}))
+    with pytest.raises(SpecError, match="bridge.options \\['bogus'\\] do not fit"):
+        spec.build()
+    with pytest.raises(SpecError, match="'task_id' is not an option"):
+        HarnessSpec(BridgeSpec("toy24", "4-4-10-10", {"task_id": "1-1-1-1"})).build()
