@@ -167,8 +167,9 @@ class StepResult(NamedTuple):
         reward: The bridge's own reward (no harness component may change it).
         terminated: The episode ended in the environment (e.g. the task was solved).
         truncated: The episode was cut short for a reason outside the task.
-        info: Extra data; ``info["invalid_action"]`` holds the reason when the environment
-            rejected a well-formed action, ``info["blocked"]`` is ``True`` when a rule blocked it.
+        info: Extra data; ``info["invalid_action"]`` holds the reason the environment rejected a
+            well-formed action, shown to the policy; ``info["blocked"]`` is ``True`` when a rule
+            blocked it.
     """
 
     observation: str
@@ -237,7 +238,9 @@ class ActionableEnv(ABC):
         """Applies one action.
 
         A well-formed action the environment cannot carry out is answered with feedback and
-        ``info["invalid_action"]``; an action that does not match the tool schemas raises.
+        ``info["invalid_action"]``: the reason the environment rejected a well-formed action,
+        shown to the policy (so say what was wrong and, where it helps, what would work). An
+        action that does not match the tool schemas raises.
 
         Raises:
             InvalidActionError: If the action names an unknown tool or has bad arguments.
@@ -246,7 +249,17 @@ class ActionableEnv(ABC):
 
     @abstractmethod
     def observe(self) -> str:
-        """The current observation, without acting."""
+        """The current state, described as a fresh start in it would be; changes nothing.
+
+        Right after :meth:`reset` this is the reset observation. Later it is what ``reset``
+        would show if the episode began in the current state (for a text game: the room, where
+        the agent is and what it holds), never the last step's answer: ``Setups`` shows it as
+        the agent's first observation after replaying its actions, and a policy may be shown it
+        as "the world now". An ended episode may say how it ended.
+
+        Raises:
+            EpisodeError: Before :meth:`reset`, where there is no state to describe.
+        """
 
     @abstractmethod
     def evaluate(self) -> Evaluation:
@@ -289,6 +302,17 @@ class ActionableEnv(ABC):
     def stage_candidates(self) -> list[list[Action]]:
         """Natural start-state perturbations, each a list of in-env actions for ``Setups``."""
         return []
+
+    def mark_episode_start(self) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Makes the current state the start of the agent's episode.
+
+        ``Setups`` calls it after replaying its actions (harness components pass it down the
+        stack). A bridge that counts steps or moves (in :meth:`evaluate` or
+        :meth:`get_env_state`) restarts those counters here, and forgets its "last action", so
+        that setup steps are not counted as the agent's; the world itself does not change.
+        :meth:`save_state` must record the mark, so that :meth:`from_state` restores equal
+        counters. The default does nothing.
+        """
 
     # -- machinery the base owns --------------------------------------------------------------
 

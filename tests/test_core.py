@@ -130,11 +130,16 @@ def test_default_capabilities(toy_env):
     class Bare(type(toy_env)):
         oracle_actions = ActionableEnv.oracle_actions
         stage_candidates = ActionableEnv.stage_candidates
+        mark_episode_start = ActionableEnv.mark_episode_start
 
     bare = Bare("4-4-10-10")
     with pytest.raises(BridgeError, match="offers no oracle"):
         bare.oracle_actions()
     assert bare.stage_candidates() == []
+    bare.reset()
+    bare.step(Action("combine", {"a": "4", "op": "+", "b": "4"}))
+    assert bare.mark_episode_start() is None  # the default changes nothing
+    assert bare.get_env_state()["steps"] == 1
     with bare as entered:
         assert entered is bare
 

@@ -414,14 +414,32 @@ class Toy24Env(ActionableEnv):
         return StepResult(self._observation, 0.0, False, False, {"invalid_action": reason})
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The numbers left, as a fresh start shows them; never the last step's answer.
+
+        At the episode's start (no agent step yet, also after ``Setups``) it reads as the reset
+        observation, e.g. "Numbers left: 4 4 100" then "Start: make 24 from 4 4 100."; later the
+        numbers left, and whether they are solved or a dead end.
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        shown = " ".join(self._texts)
+        if self._solved():
+            return f"Numbers left: {shown}\nSolved: you made 24."
+        if len(self._numbers) == 1:
+            return (
+                f"Numbers left: {shown}\nOne number is left and it is not 24; call undo() to go "
+                "back."
+            )
+        if self._steps == 0:
+            return f"Numbers left: {shown}\nStart: make 24 from {shown}."
+        return f"Numbers left: {shown}"
+
+    def mark_episode_start(self) -> None:
+        """Restarts the step count (the combines so far stay, and can still be undone)."""
+        self._steps = 0
 
     def _solved(self) -> bool:
         return len(self._numbers) == 1 and self._numbers[0] == TARGET

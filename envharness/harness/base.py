@@ -41,6 +41,7 @@ class EnvHarness(ActionableEnv):
         self.env = env
         self._episode_seed: int | None = None
         self._episode_actions: list[dict[str, Any]] = []
+        self._episode_mark: int | None = None  # agent actions before mark_episode_start()
         self._episode_started = False
 
     # -- serialization: override these ------------------------------------------------------------
@@ -63,6 +64,7 @@ class EnvHarness(ActionableEnv):
         """Starts a new episode (records the seed so the episode can be saved and replayed)."""
         self._episode_seed = seed
         self._episode_actions = []
+        self._episode_mark = None
         self._episode_started = True
         return self._reset(seed)
 
@@ -113,7 +115,7 @@ class EnvHarness(ActionableEnv):
         return self.env.tools()
 
     def observe(self) -> str:
-        """The current observation of the env below."""
+        """The env below's description of the current state."""
         return self.env.observe()
 
     def evaluate(self) -> Evaluation:
@@ -140,6 +142,15 @@ class EnvHarness(ActionableEnv):
         """The start-state perturbations the env below offers."""
         return self.env.stage_candidates()
 
+    def mark_episode_start(self) -> None:
+        """Marks the episode's start in the stack below (recorded for :meth:`save_state`)."""
+        self._episode_mark = len(self._episode_actions)
+        self._mark_episode_start()
+
+    def _mark_episode_start(self) -> None:
+        """Passes the mark down (override to also restart this component's own counters)."""
+        self.env.mark_episode_start()
+
     def close(self) -> None:
         """Closes the env below."""
         self.env.close()
@@ -147,7 +158,10 @@ class EnvHarness(ActionableEnv):
     # -- save / restore by replay -----------------------------------------------------------------
 
     def save_state(self) -> dict[str, Any]:
-        """The stack's spec, the episode's seed and the agent actions so far (replayed on restore).
+        """The stack's spec, the seed and the agent actions so far (replayed on restore).
+
+        ``mark`` says after how many of them :meth:`mark_episode_start` was called (``None``:
+        never).
 
         Raises:
             SpecError: If a component of the stack cannot be serialized.
@@ -157,6 +171,7 @@ class EnvHarness(ActionableEnv):
             "started": self._episode_started,
             "seed": self._episode_seed,
             "actions": [dict(a) for a in self._episode_actions],
+            "mark": self._episode_mark,
         }
 
     @classmethod
@@ -173,10 +188,17 @@ class EnvHarness(ActionableEnv):
         env = HarnessSpec.from_dict(state["harness"]).build()
         if not isinstance(env, EnvHarness):
             raise SpecError("the snapshot's spec has no harness components")
+        mark = state.get("mark")
+        if mark is not None and (isinstance(mark, bool) or not isinstance(mark, int) or mark < 0):
+            raise SpecError(f"expected the snapshot's 'mark' to be null or an int, got {mark!r}")
         if state.get("started"):
             env.reset(seed=state.get("seed"))
-            for action in state.get("actions", []):
+            for index, action in enumerate(state.get("actions", [])):
+                if index == mark:
+                    env.mark_episode_start()
                 env.step(Action.from_dict(action))
+            if mark is not None and mark >= len(state.get("actions", [])):
+                env.mark_episode_start()
         return env
 
     def __repr__(self) -> str:

@@ -150,7 +150,6 @@ class Link(EnvHarness):
         self._active: ActionableEnv | None = None
         self._second: ActionableEnv | None = None
         self._seed: int | None = None
-        self._observation: str | None = None
         self._stage_steps = 0
         self._ended: set[int] = set()
 
@@ -261,13 +260,10 @@ class Link(EnvHarness):
             observation = f"[Task A]\n{observation}\n\n[Task B]\n{second_observation}\n\n" + (
                 "Your next action applies to task A."
             )
-        self._observation = observation
         return observation, {**info, "link_stage": "first"}
 
     def _step(self, action: Action) -> StepResult:
-        result = self._route(action)
-        self._observation = result.observation
-        return result
+        return self._route(action)
 
     def _route(self, action: Action) -> StepResult:
         active = self._active
@@ -335,10 +331,31 @@ class Link(EnvHarness):
         )
 
     def observe(self) -> str:
-        """The last observation the agent was shown (the active env's before any episode)."""
-        if self._observation is None:
+        """The active env's description of its state; in ``interleave`` mode, both envs'.
+
+        Interleaved, it reads as the reset observation does: both tasks, labelled, and which one
+        the next action applies to.
+        """
+        active = self._active
+        if active is None:
             return self.env.observe()
-        return self._observation
+        if self.mode != "interleave":
+            return active.observe()
+        second = self.branches["next"]
+        label = "A" if active is self.env else "B"
+        return (
+            f"[Task A]\n{self.env.observe()}\n\n[Task B]\n{second.observe()}\n\n"
+            f"Your next action applies to task {label}."
+        )
+
+    def _mark_episode_start(self) -> None:
+        """Marks the episode's start in the env(s) playing now; the link's step count restarts."""
+        self._stage_steps = 0
+        envs = [self._active or self.env]
+        if self.mode == "interleave" and self._second is not None:
+            envs = [self.env, self._second]
+        for env in envs:
+            env.mark_episode_start()
 
     def evaluate(self) -> Evaluation:
         """Success iff both bridges' verifiers say so (first env and the second it reached)."""

@@ -16,7 +16,10 @@ class Setups(EnvHarness):
     """Replays ``in_env_actions`` through the env below after each ``reset`` (the paper's Stage).
 
     The replayed steps build the start state the agent sees; they are not agent steps, so they do
-    not count against the agent's budget and are not part of the saved episode. The same seed gives
+    not count against the agent's budget, are not part of the saved episode, and are not counted
+    by the bridge (``mark_episode_start`` is called after them). The agent's first observation is
+    the env's own description of the staged state (``observe()``), never the last setup step's
+    answer, which would read as if the agent had acted. The same seed gives
     the same post-setup state. A replayed action that is rejected (schema mismatch, the
     environment's ``invalid_action`` feedback, a rule blocking it) or that ends the episode raises
     :class:`~envharness.errors.SetupError` naming it: the start state never shifts silently.
@@ -70,6 +73,7 @@ class Setups(EnvHarness):
             if result.terminated or result.truncated:
                 raise SetupError(action, index, "it ended the episode")
         if self.in_env_actions:
+            self.env.mark_episode_start()
             observation = self.env.observe()
         info = {**info, "setup_steps": len(self.in_env_actions)}
         return observation, info

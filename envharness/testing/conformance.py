@@ -208,13 +208,38 @@ class _Suite:
             self.check_observe(observation, "after reset")
 
     def check_observe(self, expected: Any, where: str) -> None:
+        """Right after reset, ``observe()`` is the reset observation."""
         with self.guard("observe", f"observe() {where} "):
             got = self.env.observe()
             if got != expected:
                 self.fail(
                     "observe",
-                    f"expected observe() {where} to equal the last observation {_short(expected)}, "
-                    f"got {_short(got)}",
+                    f"expected observe() {where} to equal the reset observation "
+                    f"{_short(expected)}, got {_short(got)}",
+                )
+
+    def check_observe_changes_nothing(self, where: str) -> None:
+        """Later, ``observe()`` describes the state: a str, the same twice, the state unchanged."""
+        with self.guard("observe", f"observe() {where} "):
+            before = self.safe_state()
+            got = self.env.observe()
+            again = self.env.observe()
+            if not isinstance(got, str):
+                self.fail(
+                    "observe", f"expected observe() {where} to return a str, got {_short(got)}"
+                )
+            elif got != again:
+                self.fail(
+                    "observe",
+                    f"expected observe() {where} to describe the state the same way twice, got "
+                    f"{_short(got)} then {_short(again)}",
+                )
+            after = self.safe_state()
+            if after != before:
+                self.fail(
+                    "observe",
+                    f"expected observe() {where} to change nothing; get_env_state() went from "
+                    f"{_short(before)} to {_short(after)}",
                 )
 
     def check_step_result(self, result: Any, where: str) -> bool:
@@ -453,13 +478,28 @@ class _Suite:
         if not readable or not (isinstance(result, tuple) and len(result) == 5):
             return ("result", _short(result))
         if checked:
-            self.check_observe(result[0], f"after {where}")
+            self.check_observe_changes_nothing(f"after {where}")
             self.compare_clone_steps(clones, action, result, f"before {where}")
         return ("step", *_outcome(result), self.safe_state())
+
+    def mark_start(self, where: str, checked: bool) -> None:
+        """Calls ``mark_episode_start()`` mid-episode, as ``Setups`` does after its replay.
+
+        The save_state checks that follow then check that the mark survives a restore.
+        """
+        try:
+            self.env.mark_episode_start()
+        except Exception as e:  # a broken bridge may raise anything
+            if checked:
+                self.fail("step", f"mark_episode_start() before {where} raised {e!r}")
+            return
+        if checked:
+            self.check_observe_changes_nothing(f"after mark_episode_start() before {where}")
 
     def play(self, actions: Sequence[Action], *, checked: bool) -> tuple[list[Any], list[Action]]:
         """Resets and plays ``actions`` until the episode ends.
 
+        Halfway, ``mark_episode_start()`` is called (both plays, so traces stay comparable).
         Returns the trace and the actions tried (including one that raised). With ``checked``,
         also runs the step, observe and save_state checks along the way.
         """
@@ -470,9 +510,12 @@ class _Suite:
         except Exception as e:  # reported by the reset check
             return [("raised", type(e).__name__, str(e))], played
         trace.append(("reset", observation, self.safe_state()))
-        checkpoints = {0, len(actions) // 2}
+        middle = len(actions) // 2
+        checkpoints = {0, middle}
         for i, action in enumerate(actions):
             where = f"step {i + 1} {action}"
+            if i == middle and i:
+                self.mark_start(where, checked)
             clones = self.restore_clones(f"before {where}") if checked and i in checkpoints else []
             played.append(action)
             try:
@@ -563,8 +606,9 @@ def check_bridge(
     """Runs the conformance suite on a bridge (or a harness stack) and reports every failure.
 
     The checks (:data:`CHECKS`): attribute types; the tools (unique names, Gemini-subset schemas,
-    JSON-able OpenAI form); ``reset`` returns ``(str, dict)``; ``observe()`` equals the last
-    observation; every step returns a well-typed :class:`~envharness.core.StepResult`; an unknown
+    JSON-able OpenAI form); ``reset`` returns ``(str, dict)``; ``observe()`` equals the reset
+    observation right after reset, and later describes the state (the same twice, changing
+    nothing); every step returns a well-typed :class:`~envharness.core.StepResult`; an unknown
     tool raises :class:`~envharness.errors.InvalidActionError` and changes nothing; ``evaluate()``
     is well-typed and stable; ``get_env_state()`` is JSON-able, a deep copy, and declared by
     ``env_state_schema()``; ``reset(seed)`` and a replay give identical observations, rewards,

@@ -98,6 +98,38 @@ def test_interleave_alternates_until_both_end(make_toy):
     assert env.evaluate().success
 
 
+def test_observe_describes_the_active_part(make_toy):
+    env = Link(make_toy("4-4-10-10"), make_toy("3-3-8-8"))
+    observation, _ = env.reset(seed=0)
+    assert env.observe() == observation
+    play(env, SOLVE_4_4_10_10[:2])
+    assert env.observe() == "Numbers left: 4 96"  # the first part's state, not the last answer
+    result = env.step(SOLVE_4_4_10_10[2])
+    assert "Part 2" in result.observation
+    assert env.observe() == "Numbers left: 3 3 8 8\nStart: make 24 from 3 3 8 8."
+    interleaved = Link(make_toy("4-4-10-10"), make_toy("3-3-8-8"), "interleave")
+    observation, _ = interleaved.reset(seed=0)
+    assert interleaved.observe() == observation
+    interleaved.step(SOLVE_4_4_10_10[0])
+    assert interleaved.observe() == (
+        "[Task A]\nNumbers left: 4 4 100\n\n[Task B]\nNumbers left: 3 3 8 8\nStart: make 24 "
+        "from 3 3 8 8.\n\nYour next action applies to task B."
+    )
+
+
+def test_mark_episode_start_restarts_the_playing_envs_counts(make_toy):
+    first, second = make_toy("4-4-10-10"), make_toy("3-3-8-8")
+    env = Link(first, second, "switch", condition={"after_steps": 2})
+    env.reset(seed=0)
+    env.step(SOLVE_4_4_10_10[0])
+    env.mark_episode_start()
+    assert first.get_env_state()["steps"] == 0
+    env.step(combine("4", "+", "4"))  # one step since the mark: no handover yet
+    assert env.get_env_state()["active"] == "first"
+    result = env.step(Action("undo"))
+    assert env.get_env_state()["active"] == "second" and result.info["handover"] == "next"
+
+
 def test_interleave_skips_an_env_that_ended(make_toy):
     env = Link(make_toy("4-4-10-10"), make_toy("3-3-8-8"), "interleave", every=3)
     env.reset(seed=0)

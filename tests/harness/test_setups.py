@@ -4,7 +4,7 @@ import pytest
 from conftest import combine
 
 from envharness import Action, InvalidActionError, SetupError
-from envharness.harness import Rules, Setups
+from envharness.harness import EnvHarness, Link, Rules, Setups
 
 BLOCK_MULTIPLY = """
 class _Rules:
@@ -21,6 +21,67 @@ def test_replays_actions_into_the_start_state(toy):
     assert sorted(env.get_env_state()["numbers"]) == ["100", "4", "4"]
     assert info["setup_steps"] == 1
     assert observation == toy.observe()
+
+
+def test_start_observation_describes_the_staged_state(toy):
+    env = Setups(toy, [combine("10", "*", "10")])
+    observation, _ = env.reset(seed=0)
+    # a start in the staged state, not the setup step's answer ("Last: 10 * 10 = 100")
+    assert observation == "Numbers left: 4 4 100\nStart: make 24 from 4 4 100."
+    assert "Last:" not in observation and env.observe() == observation
+    result = env.step(combine("100", "-", "4"))
+    assert result.observation == "Numbers left: 4 96\nLast: 100 - 4 = 96"
+    assert env.observe() == "Numbers left: 4 96"  # the state, not the step's answer
+
+
+def test_setup_steps_are_not_counted_by_the_bridge(toy):
+    env = Setups(toy, [combine("10", "*", "10"), combine("100", "-", "4")])
+    env.reset(seed=0)
+    assert env.get_env_state()["steps"] == 0 == env.evaluate().details["steps"]
+    assert len(env.get_env_state()["history"]) == 2  # the world keeps what the setup did
+    env.step(Action("undo"))
+    assert env.get_env_state()["steps"] == 1
+    restored = EnvHarness.from_state(env.save_state())
+    try:
+        assert restored.get_env_state() == env.get_env_state()
+        assert restored.observe() == env.observe()
+    finally:
+        restored.close()
+    bridge = type(toy).from_state(toy.save_state())  # the bridge's own snapshot keeps the count
+    assert bridge.get_env_state() == toy.get_env_state()
+
+
+def test_the_mark_goes_down_every_stack(make_toy):
+    inner = Setups(make_toy(), [combine("10", "*", "10")])
+    outer = Setups(inner, [combine("100", "-", "4")])
+    observation, info = outer.reset(seed=0)
+    assert info["setup_steps"] == 1 and outer.get_env_state()["steps"] == 0
+    assert observation == "Numbers left: 4 96\nStart: make 24 from 4 96."
+    linked = Setups(Link(make_toy(), make_toy("3-3-8-8")), [combine("10", "*", "10")])
+    observation, _ = linked.reset(seed=0)
+    assert observation == "Numbers left: 4 4 100\nStart: make 24 from 4 4 100."
+    assert linked.get_env_state()["first"]["steps"] == 0
+    linked.close()
+
+
+def test_mark_episode_start_is_saved_with_the_episode(make_toy):
+    env = Rules(make_toy(), "class _Rules:\n    pass\n")
+    try:
+        env.reset(seed=0)
+        env.step(combine("10", "*", "10"))
+        env.mark_episode_start()  # as Setups(env) would after its replay
+        assert env.get_env_state()["steps"] == 0
+        env.step(combine("4", "+", "4"))
+        snapshot = env.save_state()
+        assert snapshot["mark"] == 1
+        restored = EnvHarness.from_state(snapshot)
+        try:
+            assert restored.get_env_state() == env.get_env_state()
+            assert restored.get_env_state()["steps"] == 1
+        finally:
+            restored.close()
+    finally:
+        env.close()
 
 
 def test_setup_steps_are_not_agent_steps(toy):
