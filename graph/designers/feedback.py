@@ -96,9 +96,10 @@ def _candidate(candidate: Candidate) -> str:
         lines.append(f"  Setups ({len(candidate.in_env_actions)} action(s)): {actions}")
         lines.append(f"    as in_env_actions: {json.dumps(as_sent)}")
     if candidate.rules_code is not None:
-        code = candidate.rules_code.rstrip("\n")
-        lines.append("  Rules code (complete):")
-        lines.extend(f"    {line}" if line else "" for line in code.splitlines())
+        lines.append("  Rules code (complete, as submitted):")
+        lines.append("--- rules_code ---")
+        lines.extend(candidate.rules_code.rstrip("\n").splitlines())
+        lines.append("--- end of rules_code ---")
     if candidate.knobs:
         knobs = []
         for k in candidate.knobs:

@@ -127,3 +127,112 @@ def test_a_third_party_diagnoser_goes_through_the_same_kind_of_protocol(tmp_path
     assert context.model_name("diagnoser") == "always-scaffold"
     assert isinstance(resolve_diagnoser("heuristic"), HeuristicDiagnosis)
     assert isinstance(resolve_diagnoser("google_genai:gemini-2.5-flash"), ModelDiagnosis)
+
+
+# -- the model designer's feedback -------------------------------------------------------------
+
+
+def _episodes(script, n=2):
+    from envharness.rollout import ScriptedPolicy, rollout
+
+    spec = HarnessSpec(BridgeSpec("toy24", TASK))
+    return [
+        rollout(spec.build(), ScriptedPolicy(script, on_exhausted="repeat_last"), seed=seed)
+        for seed in range(n)
+    ]
+
+
+def _past(iteration, code, *, decision="refine", side="too_easy"):
+    from envharness.graph.designers import PastAttempt
+    from envharness.rollout.stats import RolloutStats
+
+    solution = [
+        {"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}},
+        {"tool": "combine", "args": {"a": "100", "op": "-", "b": "4"}},
+        {"tool": "combine", "args": {"a": "96", "op": "/", "b": "4"}},
+    ]
+    loop = [solution[0], {"tool": "undo", "args": {}}] * 6
+    won, lost = _episodes(solution, 1)[0], _episodes(loop, 1)[0]
+    stats = RolloutStats.from_trajectories([won, won, lost]).to_dict()
+    judgement = {
+        "decision": "refine", "side": side, "method": "band", "n": 3, "successes": 2,
+        "rate": 2 / 3, "interval": [0.2, 0.94], "probability": 0.31, "p_value": None,
+        "effect": None, "confidence": 0.8, "steps_mean": 3.0, "reason": "r",
+    }  # fmt: skip
+    verdict = Verdict(
+        decision, f"verdict of attempt {iteration}", stats, rollouts=3, side=side,
+        judgement=judgement, knobs={"DROP_P": 0.45},
+        calibration=[{"values": {"DROP_P": 0.3}, "n": 3, "successes": 3, "decision": "refine",
+                      "probability": 0.05},
+                     {"values": {"DROP_P": 0.45}, "n": 3, "successes": 2, "decision": "refine",
+                      "probability": 0.31}],
+        oracle={"passed": True, "problem": None, "knobs": {"DROP_P": 0.0},
+                "message": "the bridge's oracle solves the candidate (seed 0: solved after 3/12 "
+                "steps)", "episodes": []},
+    )  # fmt: skip
+    knobs = [{"name": "DROP_P", "low": 0, "high": 0.9, "harder": "high", "value": 0.3}]
+    candidate = Candidate(
+        rules_code=code, knobs=knobs, in_env_actions=solution[:1], rationale=f"why {iteration}"
+    )
+    return PastAttempt(iteration, candidate, verdict, failed=lost, succeeded=won)
+
+
+def test_feedback_renders_every_part_of_every_attempt():
+    from envharness.graph.designers import render_feedback
+
+    text = render_feedback([_past(1, "DROP_P = 0.3\nclass _Rules:\n    pass\n")])
+    for part in (
+        "### Attempt 1 (the latest): refine, too easy",
+        "Verdict: verdict of attempt 1",
+        "Setups (1 action(s)): combine(a='10', op='*', b='10')",
+        'as in_env_actions: [{"tool": "combine", "args": "{\\"a\\": \\"10\\"',  # JSON text args
+        "Rules code (complete, as submitted):\n--- rules_code ---\nDROP_P = 0.3\nclass _Rules:",
+        "    pass\n--- end of rules_code ---",
+        "Knobs: DROP_P in 0..0.9 (harder: high, started at 0.3)",
+        "Rationale: why 1",
+        "Oracle check with DROP_P=0: passed: the bridge's oracle solves the candidate",
+        "Judge (band): 2/3 successes, rate 0.67, 95% credible interval 0.20-0.94",
+        "P(claim) = 0.31, needed >= 0.8",
+        "Rollouts judged: success 2/3 (67%",
+        "blocked 0% of steps, invalid 0% of steps, 1 episode(s) with a loop",
+        "end reasons: terminated 2, budget 1",
+        "failure categories: loop 1",
+        "Knob values tried (in order; the validator moved the knob, not you):",
+        "DROP_P=0.3: 3/3 successes -> refine, P(claim) = 0.05",
+        "Final knob values: DROP_P=0.45",
+        "A failed validation episode:\nepisode (seed 0): FAILED, end budget, 12/12 steps",
+        "A successful validation episode:\nepisode (seed 0): SUCCESS",
+    ):
+        assert part in text, part
+    assert "Cut to fit" not in text
+
+
+def test_feedback_cuts_the_least_useful_parts_first_and_says_so():
+    from envharness.graph.designers import render_feedback
+
+    code = "class _Rules:\n" + "".join(f"    X{i} = {i}\n" for i in range(40))
+    past = [_past(1, code), _past(2, code), _past(3, code + "    LATEST = 1\n")]
+    full = render_feedback(past, budget=100_000)
+    assert full.count("A failed validation episode") == 3
+    budget = (len(full) - 1500) // 4  # a little too small: only older episodes must go
+    text = render_feedback(past, budget=budget)
+    assert len(text) <= budget * 4
+    assert text.count("A failed validation episode") == 1  # the latest attempt's only
+    assert "[Cut to fit the feedback budget of" in text
+    assert "the validation episodes of attempt 1; the validation episodes of attempt 2" in text
+    assert (
+        "    LATEST = 1\n--- end of rules_code ---" in text
+        and "Rollouts judged: success 2/3" in text
+    )
+    tight = render_feedback(past, budget=900)
+    assert len(tight) <= 900 * 4
+    assert "the candidate of attempt 1" in tight  # older candidates go before the latest's
+    assert "    LATEST = 1" in tight  # the latest attempt's code and statistics stay
+    note = tight[tight.index("[Cut to fit") :]
+    assert (
+        note.index("the validation episodes of attempt 1")
+        < note.index("attempt 3")
+        < (note.index("the candidate of attempt 1"))
+    )
+    smallest = render_feedback(past, budget=300)
+    assert len(smallest) <= 300 * 4 and "Cut to fit" in smallest

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from envharness.errors import DependencyNotInstalled, DesignerError
+from envharness.errors import DependencyNotInstalled, DesignerError, RiggerError
 from envharness.graph.designer import (
     DIAGNOSIS_TOOL,
     WRITER_RUN_NAME,
@@ -492,3 +492,164 @@ def test_diagnosis_tool_unforced_when_the_provider_refuses_tool_choice(baseline)
     assert model_diagnosis(model, baseline).direction == "fix-behaviour"
     assert model.tool_choice is None
     assert [t["function"]["name"] for t in model.bound_tools] == ["report_diagnosis"]
+
+
+# -- what the designer is told ------------------------------------------------------------------
+
+
+def _submit_once() -> FakeToolCallingModel:
+    return FakeToolCallingModel(
+        responses=[
+            {"tool": "submit_candidate", "args": {"in_env_actions": [FIRST_MOVE], "rationale": "r"}}
+        ]
+    )
+
+
+def test_the_acceptance_rules_follow_the_live_judge_settings(session):
+    from envharness.graph.judge import JudgeSettings
+
+    harden = Diagnosis("harden", summary="always solves", source="test")
+    prompts = {}
+    for name, settings in (
+        ("default", JudgeSettings()),
+        ("live", JudgeSettings(confidence=0.9, batch=7, max_rollouts=70, min_effect=0.3)),
+    ):
+        model = _submit_once()
+        run_designer(model, session, diagnosis=harden, objective="auto", judge_settings=settings)
+        prompts[name] = model.calls[0][0].content
+    live, default = prompts["live"], prompts["default"]
+    assert "in batches of 7" in live and "at most 70 policy rollouts" in live
+    assert "P(p_base - p >= 0.3) >= 0.9" in live and "at most 35 of each" in live
+    assert "alpha 0.05 over the 10 looks" in live
+    assert "no success in 14 rollouts is refined as too hard" in live
+    assert "in batches of 5" in default and "P(p_base - p >= 0.2) >= 0.8" in default
+    assert "baseline at 0.33 (1/3)" in default  # the baseline's own rate, from the session
+    for text in (live, default):
+        assert "The policy has 12 steps per episode" in text
+        assert "blocks included" in text and "seeded with the episode's seed" in text
+        assert "stochastic rule" in text and "do not bisect it by hand" in text
+
+
+def test_a_band_objective_states_its_rule_and_the_earliest_acceptance(session):
+    from envharness.graph.designer import designer_system_prompt
+    from envharness.graph.judge import JudgeSettings
+    from envharness.graph.objective import Objective
+
+    text = designer_system_prompt(
+        Objective.parse("sr:0.4-0.6"), "", settings=JudgeSettings(confidence=0.7)
+    )
+    assert "accept when P(0.4 <= p <= 0.6) >= 0.7" in text
+    assert "refine as too easy when P(p > 0.6) >= 0.7" in text
+    assert "accepted at the earliest after n = " in text
+    assert "After the first batch of 5: " in text and "successes are too easy" in text
+
+
+def test_the_task_message_says_which_iteration_this_is(session):
+    model = _submit_once()
+    run_designer(model, session, iteration=2, max_iterations=5)
+    task = model.calls[0][1].content
+    assert "This is iteration 2 of 5: if this candidate is not accepted, 3 more candidates" in task
+    model = _submit_once()
+    run_designer(model, session, iteration=3, max_iterations=3)
+    assert "This is iteration 3 of 3: this is the last candidate" in model.calls[0][1].content
+
+
+def test_the_prompt_writes_setups_args_as_the_tool_schema_asks(session):
+    model = _submit_once()
+    run_designer(model, session)
+    system = model.calls[0][0].content
+    assert "whose `args` is a string: the JSON text of the tool's arguments" in system
+    assert '"args": "{\\"<argument>\\": \\"<value>\\"}"' in system
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in model.bound_tools}
+    item = tools["submit_candidate"]["properties"]["in_env_actions"]["items"]
+    assert item["properties"]["args"]["type"] == "string"
+
+
+def test_the_system_prompt_names_the_levers_and_how_to_check(session):
+    model = _submit_once()
+    run_designer(model, session)
+    system = model.calls[0][0].content
+    work = system[system.index("# How to work") :]
+    assert "call get_stage_candidates first" in work
+    assert "call list_sibling_tasks and Link" in work
+    assert "run check_rules with your rules_code and the candidate's in_env_actions" in work
+
+
+def _hinted_bridge():
+    import envharness
+    from envharness.testing import FakeEnv
+
+    class Hinted(FakeEnv):
+        @classmethod
+        def designer_hints(cls) -> str:
+            return "# About this environment: Hinted\n- Say the target word.\n"
+
+    envharness.register("hinted", Hinted)
+    return Hinted
+
+
+def test_a_third_party_bridge_ships_its_hints_through_the_class_hook():
+    from envharness.bridges import registry
+    from envharness.prompts import load_hints
+
+    _hinted_bridge()
+    try:
+        assert load_hints("hinted") == "# About this environment: Hinted\n- Say the target word."
+        session = DesignSession(HarnessSpec(BridgeSpec("hinted", "fake")), [])
+        model = FakeToolCallingModel(responses=["thinking", "still thinking"])
+        run_designer(model, session)
+        assert model.calls[0][0].content.endswith("- Say the target word.")
+    finally:
+        registry._REGISTERED.pop("hinted", None)
+
+
+def test_a_broken_hints_hook_is_named():
+    import envharness
+    from envharness.bridges import registry
+    from envharness.errors import RiggerError
+    from envharness.prompts import load_hints
+    from envharness.testing import FakeEnv
+
+    class Broken(FakeEnv):
+        @classmethod
+        def designer_hints(cls):
+            return 42
+
+    envharness.register("broken-hints", Broken)
+    try:
+        with pytest.raises(RiggerError, match=r"Broken.designer_hints\(\) returned int"):
+            load_hints("broken-hints")
+    finally:
+        registry._REGISTERED.pop("broken-hints", None)
+
+
+def test_model_design_renders_the_brief_and_checks_its_budget(spec, baseline):
+    from envharness.graph.designers import DesignBrief, ModelDesign, PastAttempt
+    from envharness.graph.objective import Objective
+    from envharness.graph.records import Verdict
+    from envharness.rollout.stats import RolloutStats
+
+    code = "class _Rules:\n" + "    # padding to be cut\n" * 400
+    verdict = Verdict("refine", "too easy", side="too_easy")
+    brief = DesignBrief(
+        task_id=TASK,
+        base_spec=spec,
+        objective=Objective.parse("sr:0.4-0.6"),
+        diagnosis=DIAGNOSIS,
+        baseline=baseline,
+        baseline_stats=RolloutStats.from_trajectories(baseline),
+        past=[PastAttempt(1, Candidate(rules_code=code), verdict, succeeded=baseline[1])],
+        iteration=2,
+        max_iterations=4,
+        feedback_budget=50_000,
+    )
+    model = _submit_once()
+    design = ModelDesign(model).design(brief)
+    assert design.candidate is not None and design.model_calls == 1
+    task = model.calls[0][1].content
+    assert task.count("# padding to be cut") == 400
+    assert "This is iteration 2 of 4" in task and "A successful validation episode:" in task
+    small = ModelDesign(model, feedback_budget=500).feedback(brief)
+    assert len(small) <= 2000 and "Cut to fit the feedback budget of 500 tokens" in small
+    with pytest.raises(RiggerError, match="feedback_budget to be a positive int"):
+        ModelDesign(model, feedback_budget=0)

@@ -102,3 +102,84 @@ def test_scripted_designer_through_the_graph(tmp_path):
     accepted = HarnessSpec.from_dict(state["accepted_spec"])
     assert [c.type for c in accepted.components] == ["setups"]
     assert accepted.lineage.notes == "start two combinations in"
+
+
+# A do-nothing rule, long enough that any cut of the code would show (the marker is at the end).
+LONG_NOOP = (
+    "class _Rules:\n"
+    + "".join(f"    # note {i:02d}: this line only pads the code beyond 800 characters\n"
+              for i in range(16))
+    + "    def filter_observation(self, observation, state):\n"
+    "        return observation  # END-OF-CODE-MARKER\n"
+)  # fmt: skip
+DROP = (
+    "import random\n\n"
+    "DROP_P = 0.3\n\n"
+    "class _Rules:\n"
+    "    def filter_action(self, action, state):\n"
+    "        if action['tool'] == 'combine' and random.random() < DROP_P:\n"
+    "            return 'That combine did not go through; try again.'\n"
+    "        return action\n"
+)
+DROP_KNOB = [{"name": "DROP_P", "low": 0, "high": 0.9, "harder": "high"}]
+
+
+def test_a_refining_designer_sees_everything_the_validator_knows(tmp_path):
+    """The second writer turn shows the first attempt in full: code, statistics, episodes."""
+    seen: dict[str, str] = {}
+
+    def second(messages):
+        seen["system"], seen["task"] = messages[0].content, messages[1].content
+        return {
+            "tool": "submit_candidate",
+            "args": {"rules_code": DROP, "knobs": DROP_KNOB, "rationale": "drop some combines"},
+        }
+
+    designer = FakeToolCallingModel(
+        responses=[
+            {"tool": "submit_candidate", "args": {"rules_code": LONG_NOOP, "rationale": "noop"}},
+            second,
+        ]
+    )
+    context = RiggerContext(
+        run_dir=str(tmp_path),
+        policy="oracle:1.0",
+        designer=designer,
+        diagnoser="heuristic",
+        objective="sr:0.4-0.6",
+        max_iterations=2,
+        k_validate=4,
+        confidence=0.75,
+        max_rollouts=40,
+    )
+    state = build_rigger().invoke(
+        {"task_id": TASK, "base_spec": HarnessSpec(BridgeSpec("toy24", TASK)).to_dict()},
+        {"configurable": {"thread_id": TASK}},
+        context=context,
+    )
+    first = state["attempts"][0]["verdict"]
+    assert first["decision"] == "refine" and first["side"] == "too_easy"
+    assert len(first["trajectories"]) == first["judgement"]["n"] == 4
+    assert first["oracle"]["passed"] is True
+
+    task, system = seen["task"], seen["system"]
+    assert "This is iteration 2 of 2: this is the last candidate" in task
+    assert "### Attempt 1 (the latest): refine, too easy" in task
+    assert LONG_NOOP.rstrip().splitlines()[-1].strip() in task  # the code, uncut
+    assert task.count("this line only pads the code") == 16
+    assert "Judge (band): 4/4 successes, rate 1.00, 95% credible interval" in task
+    assert "P(claim) = " in task and "needed >= 0.75" in task
+    assert "Rollouts judged: success 4/4 (100%" in task and "mean steps 3.0" in task
+    assert "blocked 0% of steps" in task and "end reasons: terminated 4" in task
+    assert "Oracle check: passed: the bridge's oracle solves the candidate" in task
+    assert "A successful validation episode:" in task and "combine(" in task
+    assert "All 5 baseline episodes are identical" in task  # oracle:1.0 is deterministic
+    # The acceptance rules with the live settings (not the defaults).
+    assert "in batches of 4" in system and "at most 40 policy rollouts" in system
+    assert "P(0.4 <= p <= 0.6) >= 0.75" in system
+    assert "The policy has 12 steps per episode" in system
+    assert "# About this environment: Toy24" in system
+    for tool in ("get_stage_candidates", "list_sibling_tasks", "check_rules"):
+        assert tool in system
+    second_attempt = state["attempts"][1]
+    assert second_attempt["candidate"]["knobs"][0]["name"] == "DROP_P"

@@ -166,3 +166,45 @@ def test_load_hints_is_empty_without_a_hint_file(name):
 def test_docstring_examples():
     result = doctest.testmod(importlib.import_module("envharness.prompts"))
     assert result.failed == 0 and result.attempted > 0
+
+
+BRIDGE_TASKS = [
+    ("toy24", "4-4-10-10", {}),
+    ("spreadsheet", "sales-line-totals", {}),
+    ("docqa", "ar23-employees", {}),
+    ("swe", "intervals-touching", {"runtime": "local"}),
+    ("gymnasium", "FrozenLake-v1", {}),
+    ("textworld", "tw-s5-o10-q5-seed0", {}),
+    ("webshop", "ws01", {}),
+]
+
+
+def test_every_builtin_bridge_has_hints():
+    from envharness.bridges import list_bridges
+
+    for bridge in BUILTIN_BRIDGES:
+        assert bridge in list_bridges()
+        hints = load_hints(bridge)
+        assert hints.startswith("# About this environment: "), bridge
+        assert len(hints) < 2600, bridge  # short: they go into every designer prompt
+
+
+@pytest.mark.parametrize(("bridge", "task_id", "options"), BRIDGE_TASKS)
+def test_bridge_hints_name_the_real_state_and_tools(bridge, task_id, options):
+    from envharness.errors import EnvHarnessError
+
+    try:
+        env = load_bridge(bridge, task_id=task_id, **options)
+    except (EnvHarnessError, ImportError) as e:
+        pytest.skip(f"{bridge} cannot be loaded here: {e}")
+    try:
+        properties = env.env_state_schema()["properties"]
+        tools = [tool.name for tool in env.tools()]
+    finally:
+        env.close()
+    hints = load_hints(bridge)
+    assert [key for key in properties if f"`{key}`" not in hints] == []
+    if bridge == "gymnasium":  # tools listed by family: `move_left/down/right/up`
+        tools = [tool for tool in tools if not tool.startswith("move_")]
+        assert "`move_left/down/right/up`" in hints
+    assert [tool for tool in tools if f"`{tool}(" not in hints] == []
