@@ -119,7 +119,9 @@ _STATE_FIELDS: dict[str, Any] = {
     "max_score": {"type": "integer", "description": "The highest score the game gives."},
     "moves": {
         "type": "integer",
-        "description": "Agent steps this episode, invalid and refused commands included.",
+        "description": (
+            "Agent steps this episode (not setup steps), invalid and refused commands included."
+        ),
     },
     "admissible_commands": {
         "type": "array",
@@ -387,6 +389,13 @@ def _refusal(command: str) -> str | None:
     return None
 
 
+def _with_inventory(text: str, inventory: tuple[str, ...]) -> str:
+    """``text``, then what the player carries (nothing is added when it carries nothing)."""
+    if not inventory:
+        return text
+    return f"{text}\n\nYou are carrying: {', '.join(inventory)}."
+
+
 def _act(command: str) -> Action:
     return Action("act", {"command": command})
 
@@ -398,15 +407,20 @@ def _bad_state(problem: str) -> BridgeError:
 class TextWorldEnv(ActionableEnv):
     """One generated TextWorld game, played through ``act(command)``.
 
-    The observation is the game's answer (on reset: the objective and the first room, without
-    TextWorld's banner). Any command is sent to the game and its own answer ("That's not a verb I
-    recognise.", "You can't see any such thing.") is the observation; a command that is not among
-    the state's ``admissible_commands`` also sets ``info["invalid_action"]``. Interpreter and debug
+    The observation is the game's answer (on reset: the objective, the first room without
+    TextWorld's banner, and what the player carries). ``observe()`` describes the current state
+    the same way (objective, the room as ``look`` prints it, what the player carries), never the
+    last answer; it reads TextWorld's state infos and sends nothing to the game. Any command is
+    sent to the game and its own answer ("That's not a verb I recognise.", "You can't see any
+    such thing.") is the observation; a command that is not among the state's
+    ``admissible_commands`` also sets ``info["invalid_action"]``. Interpreter and debug
     commands (restart, restore, save, quit, undo, transcripts, ``tw-*``) are refused without
     reaching the game, as invalid actions. The reward is the change of the game's score; the
     episode terminates when the game is won or lost. ``evaluate()``: success when won, score =
-    score / max score. The game is deterministic, so ``reset``'s seed is ignored, and
-    ``save_state()`` records the commands typed since reset, which ``from_state`` replays.
+    score / max score; ``moves`` counts the agent's commands (not those typed before
+    ``mark_episode_start``, i.e. a ``Setups`` replay). The game is deterministic, so ``reset``'s
+    seed is ignored, and ``save_state()`` records the commands typed since reset, which
+    ``from_state`` replays.
 
     Args:
         task_id: The game, e.g. ``"tw-s5-o10-q5-seed42"`` (see :class:`GameSettings`).
@@ -459,6 +473,7 @@ class TextWorldEnv(ActionableEnv):
         self._view_now: _View | None = None
         self._observation: str | None = None
         self._commands: list[str] = []
+        self._setup_moves = 0  # commands typed before mark_episode_start (a Setups replay)
         self._last_command = ""
         self._started = False
         self._terminated = False
@@ -513,6 +528,7 @@ class TextWorldEnv(ActionableEnv):
         state = self._running_game().reset()
         self._view_now = _view(state)
         self._commands = []
+        self._setup_moves = 0
         self._last_command = ""
         self._terminated = False
         return state
@@ -523,9 +539,9 @@ class TextWorldEnv(ActionableEnv):
         feedback = state["feedback"] or ""
         at = feedback.find(self._objective) if self._objective else -1
         intro = feedback[at:] if at >= 0 else f"{self._objective}\n\n{state['description'] or ''}"
-        self._observation = _tidy(intro)
-        self._started = True
         view = self._now()
+        self._observation = _with_inventory(_tidy(intro), view.inventory)
+        self._started = True
         return self._observation, {
             "max_score": view.max_score,
             "admissible_commands": list(view.admissible),
@@ -578,14 +594,27 @@ class TextWorldEnv(ActionableEnv):
         return self._view_now
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The current state as a fresh start shows it: objective, room, what the player carries.
+
+        The room is TextWorld's own ``look`` text for the current state, read from its state
+        infos (nothing is sent to the game, so no counter moves); never the last answer.
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        view = self._now()
+        room = f"{self._objective}\n\n{view.description}" if self._objective else view.description
+        return _with_inventory(room.strip(), view.inventory)
+
+    def mark_episode_start(self) -> None:
+        """Stops counting the commands so far as moves (they were a ``Setups`` replay)."""
+        self._setup_moves = len(self._commands)
+        self._last_command = ""
+
+    def _moves(self) -> int:
+        return len(self._commands) - self._setup_moves
 
     def evaluate(self) -> Evaluation:
         """Success when the game is won; score = score / max score; details give both and moves."""
@@ -597,7 +626,7 @@ class TextWorldEnv(ActionableEnv):
             {
                 "score": view.score,
                 "max_score": view.max_score,
-                "moves": len(self._commands),
+                "moves": self._moves(),
                 "won": view.won,
                 "lost": view.lost,
             },
@@ -614,7 +643,7 @@ class TextWorldEnv(ActionableEnv):
             "description": view.description,
             "score": view.score,
             "max_score": view.max_score,
-            "moves": len(self._commands),
+            "moves": self._moves(),
             "admissible_commands": list(view.admissible),
             "won": view.won,
             "lost": view.lost,
@@ -633,6 +662,7 @@ class TextWorldEnv(ActionableEnv):
             "options": self.bridge_options(),
             "started": self._started,
             "commands": list(self._commands),
+            "setup_moves": self._setup_moves,
             "observation": self._observation,
         }
 
@@ -651,15 +681,22 @@ class TextWorldEnv(ActionableEnv):
         commands = state["commands"]
         if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
             raise _bad_state("'commands' must be a list of str")
+        setup = state.get("setup_moves", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(commands):
+            raise _bad_state(f"'setup_moves' must be an int from 0 to {len(commands)}")
         env = cls(state["task_id"], **state["options"])
         if not state["started"]:
             check_nothing_recorded(state, ("commands",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, command in enumerate(commands):
+            if index == setup and setup:
+                env.mark_episode_start()
             if env._terminated:
                 raise _bad_state(f"the game ended before commands[{index}] {command!r}")
             env._send(command)
+        if setup and setup == len(commands):
+            env.mark_episode_start()
         if state["observation"] is not None and env._observation != state["observation"]:
             raise _bad_state(
                 "replaying the commands does not reproduce the recorded observation; was the "

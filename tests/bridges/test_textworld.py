@@ -180,6 +180,7 @@ def test_reset_and_state(make):
         env.step(act("look"))
     observation, info = env.reset(seed=123)
     assert observation.startswith(env.instruction.split("\n")[0])  # the objective, no banner
+    assert observation.count(env.instruction.split("\n")[0]) == 1
     assert "$$" not in observation and "-= " in observation
     assert info["admissible_commands"] == env.get_env_state()["admissible_commands"]
     state = env.get_env_state()
@@ -189,6 +190,24 @@ def test_reset_and_state(make):
     assert "go south" in state["admissible_commands"]
     assert env.bridge_options() == {"cache_dir": env.bridge_options()["cache_dir"]}
     assert make(max_steps=9).bridge_options()["max_steps"] == 9
+
+
+def test_observe_describes_the_state_without_playing(make):
+    env = make()
+    observation, _ = env.reset()
+    assert observation.endswith("You are carrying: Advent Calendar, shadfly.")
+    assert env.observe() == observation
+    result = env.step(act("go south"))
+    state = env.get_env_state()
+    described = env.observe()
+    assert described != result.observation or result.observation == state["description"]
+    assert described == (
+        f"{env.instruction.split(chr(10))[0]}\n\n{state['description']}\n\n"
+        "You are carrying: Advent Calendar, shadfly."
+    )
+    assert env.observe() == described and env.get_env_state() == state  # nothing was sent
+    env.step(act("take keycard"))
+    assert env.observe().endswith("You are carrying: Advent Calendar, keycard, shadfly.")
 
 
 def test_game_answers_invalid_commands(make):
@@ -307,7 +326,25 @@ def test_stage_candidates_move_a_quest_object(make):
     assert info["setup_steps"] == 4
     state = staged.get_env_state()
     assert state["location"] != keycard_room and "keycard" not in state["inventory"]
+    # the staged state as a start describes it (objective, room, belongings), not "You drop ..."
+    assert observation == staged.observe() == staged.unwrapped.observe()
+    objective = staged.instruction.split("\n")[0]
+    assert observation == (
+        f"{objective}\n\n{state['description']}\n\n"
+        f"You are carrying: {', '.join(state['inventory'])}."
+    )
+    assert "keycard" in state["description"] and not observation.startswith("You drop")
+    assert state["moves"] == 0 and state["last_command"] == ""
+    assert staged.evaluate().details["moves"] == 0
     assert "keycard" in staged.step(act("look")).observation  # it lies here now
+    assert staged.get_env_state()["moves"] == 1
+    bridge = staged.unwrapped  # the bridge's own snapshot replays all commands, counts the same
+    clone = TextWorldEnv.from_state(json.loads(json.dumps(bridge.save_state())))
+    try:
+        assert clone.get_env_state() == bridge.get_env_state()
+        assert clone.observe() == bridge.observe()
+    finally:
+        clone.close()
     assert [a.args["command"] for a in staged.oracle_actions()] != first
     trajectory = rollout(Setups(make(), stages[0]), OraclePolicy(1.0), seed=0)
     assert trajectory.success
