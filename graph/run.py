@@ -9,6 +9,7 @@ again). Tasks rig concurrently in threads, ``max_concurrency`` at a time.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from envharness.graph.rigger import build_rigger
 from envharness.harness.spec import BridgeSpec, HarnessSpec
 
 __all__ = ["TaskResult", "rig", "thread_config"]
+
+_log = logging.getLogger("envharness.rig")
 
 SETTINGS_FILE = "rig.json"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -103,7 +106,17 @@ def _check_settings(run_dir: Path, settings: dict[str, Any]) -> None:
     """Refuses to mix two different rigs in one run directory."""
     path = run_dir / SETTINGS_FILE
     if path.exists():
-        stored = json.loads(path.read_text())
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise RiggerError(
+                f"{path} is unreadable ({e}); it records the rig's settings: delete it to reuse "
+                f"{run_dir} with the settings given now, or rig into a new --out directory"
+            ) from None
+        if not isinstance(stored, dict):
+            raise RiggerError(
+                f"{path} does not hold a settings object; delete it, or rig into a new --out"
+            )
         differ = sorted(k for k in settings if stored.get(k) != settings[k])
         if differ:
             changes = ", ".join(f"{k}: {stored.get(k)!r} → {settings[k]!r}" for k in differ)
@@ -113,6 +126,34 @@ def _check_settings(run_dir: Path, settings: dict[str, Any]) -> None:
             )
     else:
         write_json(path, settings)
+
+
+def open_checkpoints(run_dir: Path) -> sqlite3.Connection:
+    """Opens ``RUN/checkpoints.sqlite``, checking that it is a database SQLite can read.
+
+    Raises:
+        RiggerError: If the file cannot be opened or is not a readable SQLite database (the
+            message says to delete it; finished rollouts in ``RUN/trajectories`` are kept).
+    """
+    path = run_dir / CHECKPOINTS_FILE
+    try:
+        connection = sqlite3.connect(path, check_same_thread=False)
+    except sqlite3.Error as e:
+        raise RiggerError(f"cannot open {path}: {e}") from None
+    try:
+        connection.execute("PRAGMA schema_version").fetchall()
+    except sqlite3.DatabaseError as e:
+        connection.close()
+        raise RiggerError(
+            f"{path} is not a readable checkpoint database ({e}); delete it to rig these tasks "
+            "from the start (the rollouts already played stay in trajectories/)"
+        ) from None
+    return connection
+
+
+def checkpoints_lost(run_dir: str | Path) -> bool:
+    """Whether ``RUN/checkpoints.sqlite`` is gone (deleted while the rig ran: no resume)."""
+    return not (Path(run_dir) / CHECKPOINTS_FILE).exists()
 
 
 def _result(task_id: str, values: dict[str, Any], interrupted: bool, resumed: bool) -> TaskResult:
@@ -167,9 +208,15 @@ def rig(
         raise RiggerError(f"expected max_concurrency to be a positive int, got {max_concurrency}")
     options = dict(bridge_options or {})
     run_dir = Path(context.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RiggerError(
+            f"cannot create the run directory {str(run_dir)!r}: {e.strerror or e}; choose a "
+            "directory you can write (--out)"
+        ) from None
     _check_settings(run_dir, _settings(bridge, context, options))
-    connection = sqlite3.connect(run_dir / CHECKPOINTS_FILE, check_same_thread=False)
+    connection = open_checkpoints(run_dir)
     try:
         graph = build_rigger(checkpointer=SqliteSaver(connection))
 
@@ -199,7 +246,14 @@ def rig(
             return result
 
         with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
-            return list(pool.map(one, task_ids))
+            results = list(pool.map(one, task_ids))
+        if checkpoints_lost(run_dir):
+            _log.warning(
+                "%s was deleted while the rig ran: its checkpoints are lost and this rig "
+                "cannot be resumed",
+                run_dir / CHECKPOINTS_FILE,
+            )
+        return results
     finally:
         connection.close()
         close_store(run_dir)

@@ -205,3 +205,24 @@ def test_missing_model_provider_is_a_clean_error(runner, tmp_path):
 def test_no_bridge_and_no_harness_is_a_usage_error(runner, tmp_path):
     result = invoke(runner, "--policy", "random", "--out", tmp_path / "run")
     assert result.exit_code == 2 and "give a bridge NAME or --harness" in result.output
+
+
+@pytest.mark.parametrize("out", ["/dev/null/x", "/proc/envharness-run"])
+def test_an_out_directory_that_cannot_be_created_is_one_line(runner, out):
+    result = invoke(runner, "toy24", "-n", 1, "-k", 1, "-w", 1, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "cannot create the run directory" in result.stderr and "--out" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_task_id_as_a_bridge_option_points_to_the_task_options(runner, tmp_path):
+    result = invoke(runner, "toy24", "-k", 1, "-O", "task_id=4-4-10-10", "--out", tmp_path)
+    assert result.exit_code == 2
+    assert "--tasks" in result.output and "not a bridge option" in result.output
+
+
+def test_a_binary_harness_file_is_one_line(runner, tmp_path):
+    path = tmp_path / "harness.json"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    result = invoke(runner, "--harness", path, "-k", 1, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "is not a text file" in result.stderr

@@ -54,7 +54,8 @@ def parse_options(pairs: list[str] | None) -> dict[str, Any]:
     {'runtime': 'local', 'max_steps': 20, 'data_dir': '/data/alfworld'}
 
     Raises:
-        typer.BadParameter: If a pair has no ``=`` or an empty key, or a key repeats.
+        typer.BadParameter: If a pair has no ``=`` or an empty key, a key repeats, or the key is
+            ``task_id`` (the task has its own option).
     """
     options: dict[str, Any] = {}
     for pair in pairs or []:
@@ -64,6 +65,12 @@ def parse_options(pairs: list[str] | None) -> dict[str, Any]:
             raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
         if key in options:
             raise typer.BadParameter(f"option {key!r} is given twice", param_hint="--option")
+        if key == "task_id":
+            raise typer.BadParameter(
+                "the task is not a bridge option; choose it with --task (play, check-bridge) "
+                "or --tasks/--harness (rollout, rig)",
+                param_hint="--option",
+            )
         try:
             options[key] = json.loads(raw)
         except ValueError:

@@ -106,6 +106,27 @@ def _first_task(name: str, options: dict[str, Any]) -> str:
     return ids[0]
 
 
+_MAX_SPEC_BYTES = 16 * 1024 * 1024
+
+
+def read_spec_text(path: Path) -> str:
+    """The text of a spec file.
+
+    Raises:
+        SpecError: If the file cannot be read, is over 16 MiB, or is not UTF-8 text.
+    """
+    try:
+        if path.stat().st_size > _MAX_SPEC_BYTES:
+            raise SpecError(f"{path} is over {_MAX_SPEC_BYTES >> 20} MiB: not a harness spec")
+        data = path.read_bytes()
+    except OSError as e:
+        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path} is not a text file (UTF-8 JSON); give a harness spec") from None
+
+
 def load_harness_file(harness: Path, name: str | None) -> HarnessSpec:
     """Reads a harness spec file; ``name``, when given, must be the spec's bridge.
 
@@ -114,11 +135,7 @@ def load_harness_file(harness: Path, name: str | None) -> HarnessSpec:
     """
     from envharness.harness import HarnessSpec
 
-    try:
-        text = harness.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"cannot read {harness}: {e.strerror}") from None
-    spec = HarnessSpec.from_json(text)
+    spec = HarnessSpec.from_json(read_spec_text(harness))
     if name is not None and name != spec.bridge.name:
         raise SpecError(
             f"{harness} is a harness over bridge {spec.bridge.name!r}, not {name!r}; "

@@ -80,7 +80,7 @@ def rig(
     again resumes an interrupted rig without redoing finished tasks.
     """
     from envharness.graph.context import RiggerContext
-    from envharness.graph.run import TaskResult
+    from envharness.graph.run import TaskResult, checkpoints_lost
     from envharness.graph.run import rig as run_rig
 
     options = parse_options(option)
@@ -166,6 +166,14 @@ def rig(
     )
     _stdout().print(table)
     err.print(Text(f"accepted specs: {run_dir / 'accepted'}", style="dim"))
+    if checkpoints_lost(run_dir):
+        err.print(
+            Text(
+                f"warning: {run_dir / 'checkpoints.sqlite'} was deleted during the run; its "
+                "checkpoints are lost, so this rig cannot be resumed",
+                style="yellow",
+            )
+        )
 
 
 @app.command()
@@ -174,14 +182,10 @@ def show(
     path: Annotated[Path, typer.Argument(help="An accepted spec, e.g. runs/NAME/accepted/T.json")],
 ) -> None:
     """Show an accepted harness spec: its components, lineage and validation statistics."""
-    from envharness.errors import SpecError
+    from envharness.cli.envs import read_spec_text
     from envharness.harness.spec import HarnessSpec
 
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror}") from None
-    spec = HarnessSpec.from_json(text)
+    spec = HarnessSpec.from_json(read_spec_text(path))
     out = _stdout()
     out.print(Text(f"{spec.bridge.name} task {spec.bridge.task_id} · spec {spec.spec_id}", "bold"))
     for i, component in enumerate(spec.components, start=1):

@@ -63,7 +63,13 @@ def _acquire_lock(path: Path) -> int | None:
     except ImportError:  # not POSIX: no advisory locks, one writer is the caller's promise
         _log.warning("fcntl is unavailable; %s is not locked against other writers", path.parent)
         return None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise TrajectoryError(
+            f"cannot write in the run directory {str(path.parent)!r}: {e.strerror or e}; choose "
+            "a directory you can write (--out)"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -168,7 +174,13 @@ class RunStore:
             if not self.run_dir.is_dir():
                 raise TrajectoryError(f"no run directory at {str(self.run_dir)!r}")
         else:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise TrajectoryError(
+                    f"cannot create the run directory {str(self.run_dir)!r}: "
+                    f"{e.strerror or e}; choose a directory you can write (--out)"
+                ) from None
             self._lock_fd = _acquire_lock(self.run_dir / LOCK_FILE)
         self._finalizer = weakref.finalize(self, _release, self._lock_fd, self._handles)
         try:

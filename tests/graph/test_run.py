@@ -157,3 +157,46 @@ def test_rig_releases_the_run_store(tmp_path):
     # The store's lock is released: another writer (e.g. a second rig process) may open it.
     with RunStore(tmp_path / "trajectories") as store:
         assert len(store) > 5  # the baseline and its confirmation on fresh seeds
+
+
+def test_a_corrupt_settings_file_or_checkpoint_database_says_what_to_delete(tmp_path):
+    context = RiggerContext(run_dir=str(tmp_path), policy="oracle:1.0", objective="sr:0.8-1.0")
+    (tmp_path / "rig.json").write_text("{not json")
+    with pytest.raises(RiggerError, match="rig.json is unreadable .*delete it"):
+        rig("toy24", TASKS[:1], context)
+    (tmp_path / "rig.json").unlink()
+    (tmp_path / "checkpoints.sqlite").write_bytes(b"garbage, not a database" * 100)
+    with pytest.raises(RiggerError, match="not a readable checkpoint database.*delete it"):
+        rig("toy24", TASKS[:1], context)
+
+
+def test_a_run_directory_that_cannot_be_created_is_a_rigger_error():
+    context = RiggerContext(run_dir="/dev/null/rig", objective="sr:0.8-1.0")
+    with pytest.raises(RiggerError, match="cannot create the run directory .*--out"):
+        rig("toy24", TASKS[:1], context)
+
+
+def test_deleting_the_checkpoints_during_a_rig_is_warned(tmp_path, caplog):
+    context = RiggerContext(run_dir=str(tmp_path), policy="oracle:1.0", objective="sr:0.8-1.0")
+
+    def delete(result):
+        (tmp_path / "checkpoints.sqlite").unlink()
+
+    with caplog.at_level("WARNING", logger="envharness.rig"):
+        rig("toy24", TASKS[:1], context, on_result=delete)
+    assert "was deleted while the rig ran" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"\x00\x01\xff\xfe", "is not a text file"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested more than 32 levels"),
+    ],
+)
+def test_show_refuses_binary_and_deep_files_in_one_line(tmp_path, content, match):
+    path = tmp_path / "spec.json"
+    path.write_bytes(content)
+    result = CliRunner().invoke(app, ["show", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert match in result.output
