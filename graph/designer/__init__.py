@@ -7,6 +7,8 @@
 - :func:`run_designer`: a LangChain ``create_agent`` loop over the designer tools
   (:mod:`envharness.tools`) that ends with an accepted
   :class:`~envharness.graph.records.Candidate` or ``None``.
+- :func:`acceptance_rules`, :func:`budget_facts`: what the system prompt says about the
+  validator and the budgets, generated from the live judge settings.
 
 These functions know nothing of the rigger's LangGraph state; the ``diagnoser`` and ``writer``
 nodes call them. The offline alternative is :mod:`envharness.graph.heuristic`.
@@ -14,6 +16,7 @@ nodes call them. The offline alternative is :mod:`envharness.graph.heuristic`.
 
 from __future__ import annotations
 
+from envharness.graph.designer.acceptance import acceptance_rules, budget_facts
 from envharness.graph.designer.agent import WRITER_RUN_NAME, run_designer
 from envharness.graph.designer.diagnosis import DIAGNOSIS_TOOL, model_diagnosis, read_report
 from envharness.graph.designer.models import model_label, resolve_model, run_config
@@ -39,6 +42,8 @@ __all__ = [
     "WRITER_RUN_NAME",
     "run_designer",
     # prompts
+    "acceptance_rules",
+    "budget_facts",
     "describe_diagnosis",
     "describe_objective",
     "designer_system_prompt",

@@ -203,7 +203,7 @@ def acceptance_rules(
         settings: The judge's settings in use.
         baseline: The baseline's outcomes (for the knob's aim and the earliest acceptance).
     """
-    from envharness.graph.nodes.validator import _ORACLE_TRIES
+    from envharness.graph.nodes.validator import _LONGER, _ORACLE_TRIES
 
     batch = settings.batch
     lines = [
@@ -227,8 +227,9 @@ def acceptance_rules(
         f"The oracle check: before any policy rollout, the bridge's oracle (a privileged solver, "
         f"where the bridge has one) plays your candidate with its first knob at the easy end, "
         f"on up to {_ORACLE_TRIES} seeds. If it fails all of them while it solves the bare task, "
-        'the candidate is refined as too hard at once: "out of steps" when it used up its step '
-        'budget (often blocked actions), "unsolvable" otherwise.',
+        'the candidate is refined as too hard at once, with how each seed ended: "out of '
+        'steps" when every seed used up its step budget (often on blocked actions) but '
+        f'{_LONGER} times the budget lets it through, "unsolvable" otherwise.',
     ]
     return "\n".join(lines)
 
@@ -242,10 +243,10 @@ def budget_facts(max_steps: int | None) -> str:
             "ones and those your filter_action blocks included: a rule that blocks often makes "
             "the policy run out of steps (end reason `budget`). Setups actions are replayed "
             "before its first step and do not count.",
-            "- `random` in rules code is seeded with the episode's seed before `_Rules()` is "
-            "created: its draws differ from episode to episode (validation plays fresh seeds) "
-            "and repeat on the same seed (check_rules replays are reproducible). Do not seed it "
-            "yourself: every episode would draw the same numbers.",
+            "- `random` (import it in rules code) is seeded with the episode's seed before "
+            "`_Rules()` is created: its draws differ from episode to episode (validation "
+            "plays fresh seeds) and repeat on the same seed (check_rules replays are "
+            "reproducible). Do not seed it yourself: every episode would draw the same numbers.",
             "- A baseline whose K episodes are identical (a deterministic policy: the same "
             "actions, the same outcome) stays identical under a deterministic harness: every "
             "episode succeeds or every one fails. To land between, use a stochastic rule "

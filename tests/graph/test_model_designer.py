@@ -467,6 +467,8 @@ def test_diagnosis_tool_schema_is_gemini_safe():
     [
         "envharness.graph.designer.models",
         "envharness.graph.designer.diagnosis",
+        "envharness.graph.designer.acceptance",
+        "envharness.graph.designers.feedback",
     ],
 )
 def test_docstring_examples(module):
