@@ -54,6 +54,25 @@ def _kind(actions: list[dict[str, Any]], plan: list[dict[str, Any]] | None) -> s
     return "PERTURBED START: a different start state, not along a known solution (usually harder)"
 
 
+def _effect(bare: str, observation: str) -> str:
+    r"""The start observation after a stage candidate: its first lines, or the lines it changed.
+
+    Example:
+        >>> bare = "Fill in F.\nSheet Sales\nA1:F41\nrow 1: headers\nF2: (empty)"
+        >>> _effect(bare, bare.replace("(empty)", "5352.5"))
+        '(its first lines are unchanged; lines that differ from the bare start) F2: 5352.5'
+    """
+    if observation == bare:
+        return "(the same as the bare start observation)"
+    head = first_lines(observation, _EFFECT_LINES, _EFFECT_CHARS)
+    if head != first_lines(bare, _EFFECT_LINES, _EFFECT_CHARS):
+        return head
+    before = set(bare.splitlines())
+    changed = "\n".join(line for line in observation.splitlines() if line not in before)
+    shown = first_lines(changed, _EFFECT_LINES, _EFFECT_CHARS) or "(only blank lines differ)"
+    return f"(its first lines are unchanged; lines that differ from the bare start) {shown}"
+
+
 def _read_stages(
     session: DesignSession,
 ) -> tuple[str, list[list[dict[str, Any]]], list[dict[str, Any]] | None]:
@@ -105,8 +124,7 @@ def get_stage_candidates(session: DesignSession, with_effects: bool = True) -> s
             except EnvHarnessError as e:
                 lines.append(f"  does NOT apply on seed {session.seed}: {e}")
                 continue
-            effect = first_lines(observation, _EFFECT_LINES, _EFFECT_CHARS)
-            lines.append(f"  the policy's first observation then: {effect}")
+            lines.append(f"  the policy's first observation then: {_effect(bare, observation)}")
         return "\n".join(lines)
 
     return session.cached(f"get_stage_candidates:{with_effects}", compute)
