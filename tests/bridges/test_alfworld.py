@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -34,6 +35,9 @@ DATA = Path(
 LAMP = "look_at_obj_in_light-AlarmClock-None-DeskLamp-323/trial_T20190909_044715_250790"
 KEYCHAIN = "pick_and_place_simple-KeyChain-None-SideTable-309/trial_T20190908_215011_025401"
 LADLE = "pick_clean_then_place_in_recep-Ladle-None-CounterTop-14/trial_T20190909_113924_604801"
+BIG_KITCHEN = (
+    "pick_clean_then_place_in_recep-ButterKnife-None-Drawer-30/trial_T20190908_052007_212776"
+)
 UNSOLVABLE = "pick_two_obj_and_place-SoapBar-None-Toilet-412/trial_T20190908_071602_531614"
 NEEDS_ALFWORLD = "the ALFWorld bridge needs its extra: pip install 'envharness[alfworld]'"
 
@@ -233,17 +237,20 @@ def test_reset_and_state(make):
         env.step(act("look"))
     observation, info = env.reset(seed=3)
     assert observation.startswith("You are in the middle of a room. Looking quickly around you")
-    assert observation.endswith("Your task is to: put a keychain in sidetable.")
+    assert observation.endswith("a safe 1, and a sidetable 1.")
     assert "Welcome" not in observation and "-=" not in observation
+    assert "Your task is to" not in observation  # the instruction says it, once
     assert env.instruction.startswith("Your task is to: put a keychain in sidetable.\n")
+    assert env.instruction.count("Your task is to") == 1
     assert "act(command)" in env.instruction
+    assert env.observe() == observation
     state = env.get_env_state()
     assert set(state) == set(env.env_state_schema()["properties"])
     assert info["admissible_commands"] == state["admissible_commands"]
     assert info["task_type"] == state["task_type"] == "pick_and_place_simple"
     assert state["location"] == "middle of room" and state["inventory"] == []
     assert state["moves"] == 0 and state["won"] is False and state["last_command"] == ""
-    assert state["description"] in observation and "a armchair 1" in state["description"]
+    assert state["description"] == observation and "a armchair 1" in state["description"]
     assert "go to armchair 1" in state["admissible_commands"]
     assert env.bridge_options() == {"data_dir": str(DATA), "cache_dir": env._cache_dir}
     assert make(max_steps=9).bridge_options()["max_steps"] == 9
@@ -254,8 +261,13 @@ def test_the_game_answers_commands(make):
     env = make()
     env.reset()
     result = env.step(act("xyzzy"))
-    assert result.observation == "Nothing happens."
-    assert "not one of the admissible commands" in result.info["invalid_action"]
+    assert result.observation == "Nothing happens."  # the game's own answer
+    reason = result.info["invalid_action"]
+    assert reason.startswith(
+        "'xyzzy' is not a command that applies here; admissible commands now: "
+    )
+    assert "go to armchair 1; go to armchair 2" in reason and "inventory; look" in reason
+    assert "more)" not in reason  # 18 commands here, all named
     assert (result.reward, result.terminated) == (0.0, False)
     result = env.step(act("take keychain 1 from armchair 1"))  # not there yet
     assert result.observation == "Nothing happens." and "invalid_action" in result.info
@@ -410,32 +422,156 @@ def test_random_episode_runs(make):
 def test_stage_candidates_hide_the_object(make):
     env = make()
     stages = env.stage_candidates()
-    assert 1 <= len(stages) <= 4
-    assert commands(stages[0]) == [
-        "go to armchair 1",
-        "take keychain 1 from armchair 1",
+    assert 1 <= len(stages) <= 4 and env.stage_problem is None
+    hide = [
         "go to drawer 1",
         "open drawer 1",
-        "move keychain 1 to drawer 1",
+        "move {} to drawer 1",
         "close drawer 1",
     ]
-    assert all(commands(stage)[-1].startswith("close drawer") for stage in stages)
+    assert commands(stages[0]) == [  # both keychains lie on the armchair: both are hidden
+        "go to armchair 1",
+        "take keychain 1 from armchair 1",
+        *(c.format("keychain 1") for c in hide),
+        "go to armchair 1",
+        "take keychain 2 from armchair 1",
+        *(c.format("keychain 2") for c in hide),
+        "go to armchair 1",  # back where they lay: the agent does not stand at the hiding place
+    ]
+    assert all(commands(stage)[-2].startswith("close drawer") for stage in stages)
     started = time.perf_counter()
     assert make().stage_candidates() == stages  # deterministic, and cached next to the game
     assert time.perf_counter() - started < 5
 
     staged = Setups(make(), stages[0])
     observation, info = staged.reset()
-    assert info["setup_steps"] == 6 and observation == "You close the drawer 1."
+    assert info["setup_steps"] == 13
+    # the staged state as a start describes it, not the last setup command's answer
+    assert observation == staged.observe() == staged.unwrapped.observe()
+    room = staged.get_env_state()["description"]
+    assert observation == room.replace(
+        "You are in the middle of a room.", "You are in a room, facing the armchair 1."
+    )
+    assert "keychain" not in observation and "You close" not in observation
     state = staged.get_env_state()
-    assert state["inventory"] == [] and state["opened"] == [] and state["moves"] == 6
-    assert "keychain 1" not in staged.step(act("go to armchair 1")).observation
+    assert state["inventory"] == [] and state["opened"] == [] and state["moves"] == 0
+    assert state["last_command"] == "" and staged.evaluate().details["moves"] == 0
+    assert "keychain" not in staged.step(act("go to armchair 1")).observation
     assert staged.step(act("go to drawer 1")).observation == (
         "You arrive at drawer 1. The drawer 1 is closed."
     )
     assert "keychain 1" in staged.step(act("open drawer 1")).observation
+    assert staged.get_env_state()["moves"] == 3 == staged.evaluate().details["moves"]
+    assert "Open now: drawer 1." in staged.observe()
+    # a restored env replays every command, and counts the same moves
+    bridge = staged.unwrapped
+    clone = AlfWorldEnv.from_state(json.loads(json.dumps(bridge.save_state())))
+    try:
+        assert clone.get_env_state() == bridge.get_env_state()
+        assert clone.observe() == bridge.observe() and clone.evaluate() == bridge.evaluate()
+    finally:
+        clone.close()
+    restored = Setups.from_state(staged.save_state())
+    try:
+        assert restored.get_env_state() == staged.get_env_state()
+    finally:
+        restored.close()
     trajectory = rollout(Setups(make(), stages[0]), OraclePolicy(1.0), seed=0)
     assert trajectory.success
+
+
+def test_no_stage_candidate_says_why(make):
+    env = make(LAMP)  # an alarm clock fits no closed receptacle of this bedroom
+    assert env.stage_problem is None  # not asked yet
+    assert env.stage_candidates() == []
+    assert env.stage_problem == (
+        "no receptacle of this room that can hold the alarmclock can be closed (the trial's "
+        "canContain lets it into: desk, dresser, sidetable), so it cannot be hidden"
+    )
+    assert make(LAMP).stage_candidates() == [] and make(LAMP).stage_problem is None  # lazy
+
+
+def test_observe_describes_the_state_not_the_last_answer(make):
+    env = make()
+    observation, _ = env.reset()
+    room = env.get_env_state()["description"]
+    for command in ("go to armchair 1", "take keychain 1 from armchair 1", "go to drawer 1"):
+        result = env.step(act(command))
+    result = env.step(act("open drawer 1"))
+    assert result.observation.startswith("You open the drawer 1.")
+    described = env.observe()
+    assert described != result.observation
+    assert described == (
+        room.replace("You are in the middle of a room.", "You are in a room, facing the drawer 1.")
+        + "\n\nYou are carrying: a keychain 1.\n\nOpen now: drawer 1."
+    )
+    before = env.get_env_state()
+    assert env.observe() == described and env.get_env_state() == before  # changes nothing
+    env.step(act("xyzzy"))
+    assert env.observe() == described  # an inadmissible command changes nothing
+    env.reset()
+    assert env.observe() == observation
+
+
+def test_the_reason_lists_at_most_25_admissible_commands(make):
+    env = make(BIG_KITCHEN)  # 27 drawers, 13 cabinets, ...
+    env.reset()
+    reason = env.step(act("go to sink 1")).info["invalid_action"]
+    listed, more = reason.split("admissible commands now: ", 1)[1].rsplit(" (and ", 1)
+    assert len(listed.split("; ")) == 25 and more.endswith(" more)")
+    assert int(more.split()[0]) + 25 == len(env.get_env_state()["admissible_commands"])
+    assert "go to sinkbasin 1" in env.get_env_state()["admissible_commands"]
+
+
+def test_the_hints_name_real_receptacles(make):
+    instruction = make().instruction
+    for hint in (
+        "clean <object> with sinkbasin <n>",
+        "heat <object> with microwave <n>",
+        "cool <object> with fridge <n>",
+    ):
+        assert hint in instruction
+    assert "sink or basin" not in instruction
+
+
+def _sample_trials() -> list[str]:
+    if not HAVE_DATA:
+        return []
+    return [
+        t
+        for split in ("valid_seen", "valid_train")
+        for t in list_tasks("alfworld", split, data_dir=str(DATA))
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", _sample_trials())
+def test_hide_candidates_on_every_sample_trial(make, task_id):
+    """Every candidate hides each object of the task's class; the oracle still wins from it."""
+    env = make(task_id)
+    stages = env.stage_candidates()
+    if not stages:
+        assert env.stage_problem is not None and env.stage_problem.endswith(
+            ("so it cannot be hidden", "so it is not hidden", "so none is offered")
+        )
+        return
+    assert env.stage_problem is None
+    target = str(env._built.params["object_target"]).lower()
+    named = re.compile(rf"\b{re.escape(target)} \d")
+    for stage in stages:
+        hidden = commands(stage)
+        place = hidden[-3].split(" to ", 1)[1]
+        assert hidden[-3].startswith(f"move {target} ") and hidden[-2] == f"close {place}"
+        staged = Setups(make(task_id), stage)
+        observation, info = staged.reset()
+        assert info["setup_steps"] == len(stage) and observation == staged.observe()
+        assert named.search(observation) is None, observation  # the object is not in sight
+        assert not observation.startswith(("You close", "You arrive"))  # not a setup answer
+        state = staged.get_env_state()
+        assert state["moves"] == 0 and state["inventory"] == [] and state["last_command"] == ""
+        assert place not in state["opened"] and state["location"] != place
+        trajectory = rollout(staged, OraclePolicy(1.0), seed=0)
+        assert trajectory.success, (task_id, hidden)
 
 
 TRUNCATE_ROOM = """
@@ -471,7 +607,7 @@ def test_rules_truncate_the_room_description(make):
             "You are in the middle of a room. Looking quickly around you, you see a bed 2, "
             "a bed 1, and more (look around to find the rest)."
         )
-        assert observation.endswith("Your task is to: look at alarmclock under the desklamp.")
+        assert "Your task is to" not in observation
         assert len(observation) < len(env.unwrapped.observe())
         assert rollout(env, OraclePolicy(1.0), close=False).success
     finally:

@@ -1,20 +1,24 @@
 """Stage candidates: the task's object hidden in a closed receptacle, in the game's own commands.
 
-Each candidate goes to the target object, takes it (opening and closing its receptacle when
-needed), goes to a closed receptacle, opens it, moves the object in and closes it. Where the
-domain lets the object into no closed receptacle (an alarm clock fits no drawer), candidates
-that leave it on another receptacle come after. Only receptacles the domain lets the object into
-(PDDL ``canContain``) are tried, never one of the goal's class. A candidate is kept only when
-every command is admissible, the goal does not hold on the way, and ALFWorld's expert, with a
-fresh memory, still wins from the state it makes. Candidates are computed once per game and
-cached next to it.
+Each candidate takes every object of the task's class that lies in the open, one at a time
+(opening and closing its receptacle when needed), into one closed receptacle that can hold it
+(open, move in, close), then goes back to where the first one lay, so that neither the start
+observation nor a walk past the open surfaces shows the object, and the agent does not stand at
+the hiding place. "Can hold it" is the trial's own PDDL: ``canContain`` of the receptacle's
+and the object's types, which ALFWorld's ``PutObject`` requires. Never tried: the object's own
+receptacle; one of the goal's class when the task only moves the object (the move could do the
+task); the appliance a heat or cool task needs (hiding a potato in the microwave of a heat task
+would help). A candidate is kept only when every command is admissible, the goal does not hold
+on the way, and ALFWorld's expert, with a fresh memory, still wins from the state it makes.
+Where nothing fits (a mug in a bedroom: only tables can hold it), there is no candidate, and
+:func:`find_stages` says why. Candidates are computed once per game and cached next to it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from envharness.bridges.alfworld_env._build import Built, read_json, write_json
 from envharness.bridges.alfworld_env._game import Game
@@ -22,13 +26,32 @@ from envharness.bridges.alfworld_env._kit import LOCK, Kit
 from envharness.bridges.alfworld_env._oracle import persist, remember, run_expert
 from envharness.bridges.cache import file_lock
 
-__all__ = ["MAX_STAGES", "cached_stages", "find_stages", "kind"]
+__all__ = ["MAX_STAGES", "Stages", "cached_stages", "find_stages", "kind"]
 
 MAX_STAGES = 4
 _MAX_TRIES = 8  # expert runs spent validating candidates, at most
-_MAX_OBJECTS = 2
 _APPLIANCES = frozenset({"fridge", "microwave"})  # tried last: they take part in some tasks
-_FORMAT = 2
+_NEEDED = {"pick_heat_then_place_in_recep": "microwave", "pick_cool_then_place_in_recep": "fridge"}
+_TRANSFORMS = frozenset(
+    {
+        "pick_clean_then_place_in_recep",
+        "pick_heat_then_place_in_recep",
+        "pick_cool_then_place_in_recep",
+    }
+)  # the goal needs more than the move, so the goal's class may hide the object
+_FORMAT = 3  # 3: closed receptacles only, the walk back, and the reason when there are none
+
+
+class Stages(NamedTuple):
+    """What the stage search found.
+
+    Attributes:
+        stages: The validated candidates, each a list of commands.
+        problem: Why there are none (``None`` when there are some).
+    """
+
+    stages: list[list[str]]
+    problem: str | None
 
 
 def kind(name: str) -> str:
@@ -73,64 +96,121 @@ class _World:
 
 
 def _targets(built: Built, world: _World, plan: Sequence[str]) -> list[str]:
-    """Objects of the task's class, the one the oracle's plan takes first leading."""
+    """The objects of the task's class to hide, the one the oracle's plan takes first leading.
+
+    Every one that lies in the open (on a receptacle that cannot be closed), since any of them
+    would do the task; where all lie in closed receptacles already, the plan's first one, which
+    is then moved to another.
+    """
     target = str(built.params.get("object_target", "")).lower()
     objects = sorted(o for o in world.inside if kind(o) == target)
     taken = [c.split(" from ", 1)[0][len("take ") :] for c in plan if c.startswith("take ")]
     first = [o for o in taken if o in objects][:1]
-    return (first + [o for o in objects if o not in first])[:_MAX_OBJECTS]
+    ordered = first + [o for o in objects if o not in first]
+    visible = [o for o in ordered if world.inside[o] not in world.openable]
+    return visible or ordered[:1]
 
 
-def _places(built: Built, world: _World, item: str) -> list[tuple[bool, str]]:
-    """Where ``item`` may go, as ``(closed, receptacle)``: closed receptacles first.
+def _places(built: Built, world: _World, item: str) -> list[str]:
+    """The closed receptacles ``item`` may be hidden in, in the order to try them.
 
-    Only receptacles the domain lets it into, neither where it lies nor of the goal's class;
-    one of each class before the second of any, appliances last.
+    Openable receptacles the domain lets it into (``canContain``), not where it lies, not of the
+    goal's class when the task only moves the object, not the appliance the task needs; one of
+    each class before the second of any, appliances and the goal's class last.
     """
     goal = str(built.params.get("parent_target", "")).lower()
+    moves_only = built.task_type not in _TRANSFORMS
+    needed = _NEEDED.get(built.task_type)
     source = world.inside[item]
     places = sorted(
-        r for r in world.receptacles if r != source and kind(r) != goal and world.fits_in(item, r)
+        r
+        for r in world.receptacles
+        if r != source
+        and r in world.openable
+        and world.fits_in(item, r)
+        and kind(r) != needed
+        and not (moves_only and kind(r) == goal)
     )
     rank: dict[str, int] = defaultdict(int)
     order = []
     for place in places:
-        closed = place in world.openable and place not in world.opened
-        order.append((not closed, kind(place) in _APPLIANCES, rank[closed, kind(place)], place))
-        rank[closed, kind(place)] += 1
-    return [(not opened, place) for opened, *_, place in sorted(order)]
+        order.append((kind(place) in _APPLIANCES, kind(place) == goal, rank[kind(place)], place))
+        rank[kind(place)] += 1
+    return [place for *_, place in sorted(order)]
 
 
-def _candidates(built: Built, state: Any, plan: Sequence[str]) -> list[tuple[str, ...]]:
-    world = _World(state)
+def _holders(world: _World, item: str) -> list[str]:
+    """The receptacle classes of this room that can hold ``item`` (open or not), sorted."""
+    return sorted({kind(r) for r in world.receptacles if world.fits_in(item, r)})
+
+
+def _fetch(world: _World, item: str) -> tuple[str, ...]:
+    """The commands that pick ``item`` up where it lies (opening and closing its receptacle)."""
+    source = world.inside[item]
+    closed = source in world.openable and source not in world.opened
+    take = (f"go to {source}", *((f"open {source}",) if closed else ()))
+    return (*take, f"take {item} from {source}", *((f"close {source}",) if closed else ()))
+
+
+def _candidates(
+    built: Built, world: _World, plan: Sequence[str]
+) -> tuple[list[tuple[str, ...]], str | None]:
+    """The hiding candidates, one per hiding place, and why there are none (``None`` if some).
+
+    A candidate carries each target object in turn into the same closed receptacle (the agent
+    holds one thing at a time), then goes back to where the first one lay.
+    """
+    targets = _targets(built, world, plan)
     found = []
-    for item in _targets(built, world, plan):
-        source = world.inside[item]
-        closed = source in world.openable and source not in world.opened
-        take = (f"go to {source}", *((f"open {source}",) if closed else ()))
-        take += (f"take {item} from {source}", *((f"close {source}",) if closed else ()))
-        for hidden, place in _places(built, world, item):
-            move = f"move {item} to {place}"
-            put = (f"open {place}", move, f"close {place}") if hidden else (move,)
-            found.append((*take, f"go to {place}", *put))
-    return sorted(found, key=lambda stage: not stage[-1].startswith("close "))
+    if targets:
+        fits = [set(_places(built, world, item)) for item in targets]
+        for place in _places(built, world, targets[0]):
+            if not all(place in f for f in fits):
+                continue
+            stage: tuple[str, ...] = ()
+            for item in targets:
+                opening = () if place in world.opened else (f"open {place}",)
+                hide = (*opening, f"move {item} to {place}", f"close {place}")
+                stage += (*_fetch(world, item), f"go to {place}", *hide)
+            found.append((*stage, f"go to {world.inside[targets[0]]}"))
+    if found:
+        return found, None
+    target = str(built.params.get("object_target", "")).lower()
+    if not targets:
+        return [], f"no {target} lies in a receptacle at the start, so there is nothing to hide"
+    item = targets[0]
+    holders = ", ".join(_holders(world, item)) or "nothing"
+    closable = sorted(
+        {kind(r) for r in world.receptacles if r in world.openable and world.fits_in(item, r)}
+    )
+    if not closable:
+        return [], (
+            f"no receptacle of this room that can hold the {target} can be closed (the trial's "
+            f"canContain lets it into: {holders}), so it cannot be hidden"
+        )
+    return [], (
+        f"the closed receptacles that can hold the {target} ({', '.join(closable)}) are the "
+        "goal's or the appliance the task needs, where hiding it would help, so it is not hidden"
+    )
 
 
-def cached_stages(built: Built) -> list[list[str]] | None:
-    """The stages cached next to the game, or ``None``."""
+def cached_stages(built: Built) -> Stages | None:
+    """The stages cached next to the game (by this version of the search), or ``None``."""
     data = read_json(built.folder / "stages.json")
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return None
-    stages = data.get("stages")
+    stages, problem = data.get("stages"), data.get("problem")
     if not isinstance(stages, list) or not all(
         isinstance(s, list) and all(isinstance(c, str) for c in s) for s in stages
     ):
         return None
-    return stages
+    if not (problem is None or isinstance(problem, str)) or (problem is None) != bool(stages):
+        return None
+    return Stages(stages, problem)
 
 
-def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) -> list[list[str]]:
-    """Up to :data:`MAX_STAGES` validated hiding stages (cached next to the game).
+def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) -> Stages:
+    """Up to :data:`MAX_STAGES` validated hiding stages, or why there are none (cached).
 
     Args:
         parts: The imported ALFWorld pieces.
@@ -143,7 +223,7 @@ def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) ->
         return cached
     with LOCK:
         scratch.reset()
-        candidates = _candidates(built, scratch.state(), plan)
+        candidates, problem = _candidates(built, _World(scratch.state()), plan)
         stages: list[list[str]] = []
         tries = 0
         for stage in candidates:
@@ -155,9 +235,18 @@ def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) ->
                 remember(built.key, solution.plans())
                 persist(built, solution.plans())
                 stages.append(list(stage))
+    if candidates and not stages:
+        problem = (
+            f"ALFWorld's expert did not win from any of the {tries} hiding place(s) tried, so "
+            "none is offered"
+        )
+    found = Stages(stages, problem)
     try:
         with file_lock(built.folder / ".lock"):
-            write_json(built.folder / "stages.json", {"format": _FORMAT, "stages": stages})
+            write_json(
+                built.folder / "stages.json",
+                {"format": _FORMAT, "stages": stages, "problem": problem},
+            )
     except OSError:
         pass
-    return stages
+    return found

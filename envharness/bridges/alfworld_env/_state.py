@@ -30,7 +30,7 @@ _FIELDS: dict[str, Any] = {
     "description": {
         "type": "string",
         "description": (
-            "The room as the first observation describes it: 'You are in the middle of a room. "
+            "The room as the game introduced it at reset: 'You are in the middle of a room. "
             "Looking quickly around you, you see a ..., and a ...' (fixed for the episode)."
         ),
     },
@@ -40,7 +40,9 @@ _FIELDS: dict[str, Any] = {
     },
     "moves": {
         "type": "integer",
-        "description": "Commands typed this episode, inadmissible ones included.",
+        "description": (
+            "Commands the agent typed this episode (not setup steps), inadmissible ones included."
+        ),
     },
     "won": {"type": "boolean", "description": "The task is done (the episode is over)."},
     "last_command": {

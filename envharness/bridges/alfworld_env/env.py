@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from envharness.bridges.alfworld_env._build import build_game, default_cache_dir
 from envharness.bridges.alfworld_env._data import data_root, find_trial, list_trials
-from envharness.bridges.alfworld_env._game import Game, View, tidy
+from envharness.bridges.alfworld_env._game import START, Game, View, tidy
 from envharness.bridges.alfworld_env._kit import kit
 from envharness.bridges.alfworld_env._oracle import load_plans, lookup, solve
 from envharness.bridges.alfworld_env._stages import cached_stages, find_stages
@@ -37,13 +37,16 @@ _MAX_COMMAND = 200
 _NOTHING = "Nothing happens."
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 _TASK = "Your task is to:"
+_MIDDLE = "You are in the middle of a room. "
+_MAX_LISTED = 25  # admissible commands named in an invalid_action reason
 _HOW_TO = (
     "You are in a household (ALFWorld). Type one command per step with act(command); names carry "
     "numbers, e.g. 'drawer 1'. Commands: 'go to <receptacle>', 'open <receptacle>', 'close "
     "<receptacle>', 'take <object> from <receptacle>', 'move <object> to <receptacle>', "
-    "'examine <something>', 'use <lamp>', 'heat <object> with <microwave>', 'cool <object> with "
-    "<fridge>', 'clean <object> with <sink or basin>', 'inventory', 'look'. A command that does "
-    "not apply gets 'Nothing happens.'. The episode ends when the task is done."
+    "'examine <something>', 'use desklamp <n>' (or floorlamp), 'heat <object> with microwave "
+    "<n>', 'cool <object> with fridge <n>', 'clean <object> with sinkbasin <n>', 'inventory', "
+    "'look'; go to a receptacle before using it or what is on it. A command that does not apply "
+    "gets 'Nothing happens.'. The episode ends when the task is done."
 )
 _TOOLS = (
     ToolSpec(
@@ -76,6 +79,20 @@ def _act(command: str) -> Action:
     return Action("act", {"command": command})
 
 
+def _admissible(view: View) -> str:
+    """Up to :data:`_MAX_LISTED` admissible commands of ``view``: what applies here comes first.
+
+    Then ``go to ...`` and ``examine ...``, which every receptacle of the room adds.
+    """
+    ranked = sorted(
+        view.admissible, key=lambda c: (c.startswith("examine "), c.startswith("go to "), c)
+    )
+    listed = ranked[:_MAX_LISTED]
+    more = len(ranked) - len(listed)
+    tail = f" (and {more} more)" if more else ""
+    return f"admissible commands now: {'; '.join(listed)}{tail}"
+
+
 def _bad_state(problem: str) -> BridgeError:
     return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
@@ -85,16 +102,22 @@ class AlfWorldEnv(ActionableEnv):
 
     The game is rebuilt from the trial's ``initial_state.pddl`` and ``traj_data.json`` with the
     logic files the ``alfworld`` wheel ships, as ALFWorld's own generation code does. The
-    observation is the game's answer (on reset: the room and the task, without the welcome
-    banner). A command that is not admissible leaves the world unchanged and gets the game's own
-    answer, "Nothing happens.", with ``info["invalid_action"]``. The reward is 1.0 on the step
-    that completes the task, which ends the episode; ``evaluate()`` says whether the goal holds.
-    The game is deterministic, so ``reset``'s seed is ignored, and ``save_state()`` records the
-    commands typed since reset, which ``from_state`` replays.
+    observation is the game's answer (on reset: the room's introduction, the list of receptacles,
+    without the welcome banner or the task sentence, which the instruction carries).
+    ``observe()`` describes the current state as a start would: that introduction, where the
+    agent is, what it holds and what is open (from the game's facts, never the last answer). A
+    command that is not admissible leaves the world unchanged and gets the game's own answer,
+    "Nothing happens.", with ``info["invalid_action"]`` naming the admissible commands. The
+    reward is 1.0 on the step that completes the task, which ends the episode; ``evaluate()``
+    says whether the goal holds. ``moves`` (in ``evaluate()`` and the state) counts the agent's
+    commands, not those typed before ``mark_episode_start`` (a ``Setups`` replay). The game is
+    deterministic, so ``reset``'s seed is ignored, and ``save_state()`` records the commands
+    typed since reset, which ``from_state`` replays.
 
     ``oracle_actions()`` is ALFWorld's hand-coded expert, played on a private copy of the game
     from the current state (fast-downward's plan when the expert cannot); ``stage_candidates()``
-    hide the task's object in a closed receptacle (or leave it elsewhere, where none fits it).
+    hide the task's object in a closed receptacle that can hold it, or are empty, saying why in
+    :attr:`stage_problem`, where none fits.
 
     Args:
         task_id: The trial, ``'<task folder>/<trial folder>'`` inside its split folder.
@@ -146,10 +169,12 @@ class AlfWorldEnv(ActionableEnv):
         self._room = ""
         self._observation: str | None = None
         self._commands: list[str] = []
+        self._setup_moves = 0  # commands typed before mark_episode_start (a Setups replay)
         self._history: list[str] = []  # the admissible commands: what changed the world
         self._last_command = ""
         self._started = False
         self._stages: list[list[str]] | None = None
+        self._stage_problem: str | None = None
 
     # -- tasks ------------------------------------------------------------------------------
 
@@ -194,6 +219,7 @@ class AlfWorldEnv(ActionableEnv):
     def _restart(self) -> View:
         view = self._view = self._running_game().reset()
         self._commands, self._history, self._last_command = [], [], ""
+        self._setup_moves = 0
         intro = tidy(view.feedback)
         at = intro.find(_TASK)
         self._room = (intro[:at] if at >= 0 else intro).strip()
@@ -202,7 +228,7 @@ class AlfWorldEnv(ActionableEnv):
     def reset(self, *, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Restarts the game; it is deterministic, so ``seed`` is ignored."""
         view = self._restart()
-        self._observation = tidy(view.feedback)
+        self._observation = self._describe(view)
         self._started = True
         return self._observation, {
             "admissible_commands": list(view.admissible),
@@ -236,8 +262,7 @@ class AlfWorldEnv(ActionableEnv):
             why = (
                 f"the command is {len(command)} characters long (at most {_MAX_COMMAND})"
                 if len(command) > _MAX_COMMAND
-                else f"{command!r} is not one of the admissible commands in this state "
-                "(see admissible_commands)"
+                else f"{command!r} is not a command that applies here; {_admissible(before)}"
             )
             return StepResult(_NOTHING, 0.0, False, False, {"invalid_action": why})
         view = self._view = self._running_game().step(command)
@@ -253,14 +278,40 @@ class AlfWorldEnv(ActionableEnv):
         return self._view
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The current state as a start shows it, never the last command's answer.
+
+        The room's introduction (the receptacles the game listed at reset), where the agent is
+        (when not in the middle of the room), what it holds and what is open, from the game's
+        facts. Right after :meth:`reset` it is the reset observation.
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        return self._describe(self._now())
+
+    def _describe(self, view: View) -> str:
+        room = self._room
+        if view.location != START:
+            if room.startswith(_MIDDLE):
+                room = f"You are in a room, facing the {view.location}. {room[len(_MIDDLE) :]}"
+            else:
+                room = f"{room}\n\nYou are facing the {view.location}."
+        lines = [room]
+        if view.inventory:
+            lines.append(f"You are carrying: {', '.join('a ' + o for o in view.inventory)}.")
+        if view.opened:
+            lines.append(f"Open now: {', '.join(view.opened)}.")
+        return "\n\n".join(lines)
+
+    def mark_episode_start(self) -> None:
+        """Stops counting the commands so far as moves (they were a ``Setups`` replay)."""
+        self._setup_moves = len(self._commands)
+        self._last_command = ""
+
+    def _moves(self) -> int:
+        return len(self._commands) - self._setup_moves
 
     def evaluate(self) -> Evaluation:
         """Success when the task's goal holds (ALFWorld's own check); score 1.0 or 0.0."""
@@ -268,7 +319,7 @@ class AlfWorldEnv(ActionableEnv):
         return Evaluation(
             view.won,
             1.0 if view.won else 0.0,
-            {"won": view.won, "moves": len(self._commands), "task_type": self._built.task_type},
+            {"won": view.won, "moves": self._moves(), "task_type": self._built.task_type},
         )
 
     # -- state ------------------------------------------------------------------------------
@@ -284,7 +335,7 @@ class AlfWorldEnv(ActionableEnv):
             "opened": list(view.opened),
             "description": self._room,
             "admissible_commands": list(view.admissible),
-            "moves": len(self._commands),
+            "moves": self._moves(),
             "won": view.won,
             "last_command": self._last_command,
         }
@@ -301,6 +352,7 @@ class AlfWorldEnv(ActionableEnv):
             "options": self.bridge_options(),
             "started": self._started,
             "commands": list(self._commands),
+            "setup_moves": self._setup_moves,
             "observation": self._observation,
         }
 
@@ -318,16 +370,23 @@ class AlfWorldEnv(ActionableEnv):
         commands = state["commands"]
         if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
             raise _bad_state("'commands' must be a list of str")
+        setup = state.get("setup_moves", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(commands):
+            raise _bad_state(f"'setup_moves' must be an int from 0 to {len(commands)}")
         env = cls(state["task_id"], **state["options"])
         if not state["started"]:
             check_nothing_recorded(state, ("commands",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, command in enumerate(commands):
+            if index == setup and setup:
+                env.mark_episode_start()
             if env._now().won:
                 env.close()
                 raise _bad_state(f"the task was done before commands[{index}] {command!r}")
             env._send(command)
+        if setup and setup == len(commands):
+            env.mark_episode_start()
         if state["observation"] is not None and env._observation != state["observation"]:
             env.close()
             raise _bad_state("replaying the commands does not reproduce the recorded observation")
@@ -362,25 +421,38 @@ class AlfWorldEnv(ActionableEnv):
         return [_act(command) for command in plan]
 
     def stage_candidates(self) -> list[list[Action]]:
-        """Start states with the task's object hidden in a closed receptacle.
+        """Start states with the task's object hidden in a closed receptacle that can hold it.
 
-        Each goes to the object, takes it (opening and closing its receptacle when needed),
-        goes to a closed receptacle, opens it, moves the object in and closes it, all in the
-        game's own commands; where the object fits in no closed receptacle, it is left on
-        another one instead. A candidate is kept only when each command is admissible, the task
-        is not done on the way, and the expert still wins from the state it makes. At most four,
-        deterministic; computed once per game (on a private copy) and cached next to it.
+        Each carries every object of the task's class that lies in the open, one at a time
+        (opening and closing its receptacle when needed), into one closed receptacle the trial's
+        PDDL lets it into (``canContain``): open, move in, close; then it goes back to where the
+        first one lay. All in the game's own commands; the start observation then shows neither
+        the object nor where it is. A
+        candidate is kept only when each command is admissible, the task is not done on the
+        way, and the expert still wins from the state it makes. At most four, deterministic;
+        computed once per game (on a private copy) and cached next to it. Empty where no closed
+        receptacle can hold the object (:attr:`stage_problem` says why).
         """
         if self._stages is None:
-            self._stages = cached_stages(self._built)
-        if self._stages is None:
-            scratch = self._scratch_game()
-            start = scratch.reset()
-            plan = lookup(self._built.key, start.fingerprint)
-            if plan is None:
-                plan = solve(self._parts, scratch, self._built, start, ())
-            self._stages = find_stages(self._parts, scratch, self._built, plan)
+            found = cached_stages(self._built)
+            if found is None:
+                scratch = self._scratch_game()
+                start = scratch.reset()
+                plan = lookup(self._built.key, start.fingerprint)
+                if plan is None:
+                    plan = solve(self._parts, scratch, self._built, start, ())
+                found = find_stages(self._parts, scratch, self._built, plan)
+            self._stages, self._stage_problem = found.stages, found.problem
         return [[_act(command) for command in stage] for stage in self._stages]
+
+    @property
+    def stage_problem(self) -> str | None:
+        """Why :meth:`stage_candidates` offers none; ``None`` when it offers some or before asked.
+
+        Example: ``"no closed receptacle of this room can hold the mug (the trial's canContain
+        lets it into: diningtable, sidetable), so it cannot be hidden"``.
+        """
+        return self._stage_problem
 
     def close(self) -> None:
         """Unloads the games; the last state stays readable. Idempotent."""
