@@ -58,6 +58,7 @@ from envharness.rollout.batch import (
     run_rollouts,
     run_worker_job,
 )
+from envharness.rollout.lifeline import exit_with
 from envharness.rollout.policy import PolicyFactory, describe_policy
 from envharness.rollout.trajectory import Trajectory
 
@@ -79,7 +80,7 @@ ExecutorKind = Literal["process", "thread", "inline"]
 _KINDS = ("process", "thread", "inline")
 _CHUNKS_PER_WORKER = 4  # a job is at most 1/4 of a worker's share of what is left
 _MAX_AUTO_CHUNK = 32  # beyond this, one lost worker costs many re-runs for little gain
-_FORKSERVER_PRELOAD = ["envharness.rollout.batch"]
+_FORKSERVER_PRELOAD = ["envharness.rollout.batch", "envharness.rollout.lifeline"]
 
 
 def default_workers() -> int:
@@ -582,7 +583,10 @@ class LocalExecutor(Executor):
             return
         try:
             self._pool = concurrent.futures.ProcessPoolExecutor(
-                self._workers, mp_context=_process_context()
+                self._workers,
+                mp_context=_process_context(),
+                initializer=exit_with,  # workers die with this process, even on SIGKILL
+                initargs=(os.getpid(),),
             )
         except (OSError, ValueError) as e:
             raise ExecutorError(f"cannot start {self._workers} worker processes: {e}") from e
