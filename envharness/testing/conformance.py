@@ -130,6 +130,7 @@ class _Suite:
         self.seed = seed
         self.failures: dict[str, list[str]] = {name: [] for name in CHECKS}
         self.tools: list[ToolSpec] = []
+        self.mark_at = 0  # the step before which play() calls mark_episode_start (0: never)
 
     def fail(self, check: str, message: str) -> None:
         self.failures[check].append(message)
@@ -510,7 +511,9 @@ class _Suite:
         except Exception as e:  # reported by the reset check
             return [("raised", type(e).__name__, str(e))], played
         trace.append(("reset", observation, self.safe_state()))
-        middle = len(actions) // 2
+        if checked:  # the replay marks where the checked play did, whatever its length
+            self.mark_at = len(actions) // 2
+        middle = self.mark_at
         checkpoints = {0, middle}
         for i, action in enumerate(actions):
             where = f"step {i + 1} {action}"

@@ -348,10 +348,17 @@ def test_stage_candidates_start_on_a_misleading_page(make):
     staged = Setups(make(), stages[0])
     observation, info = staged.reset()
     assert info["setup_steps"] == 2
-    assert observation.startswith("[annual_report_2022.pdf, page 3 of 4]")
+    # a start in the staged state: the question, the folder, and the misleading page open
+    assert observation.startswith("Question: How many employees did Corvane have")
+    assert "The page open now:\n[annual_report_2022.pdf, page 3 of 4]" in observation
     assert "Total employees                            371" in observation
+    assert observation == staged.observe()
     state = staged.get_env_state()
-    assert state["current_doc"] == "annual_report_2022.pdf" and state["steps"] == 2
+    assert state["current_doc"] == "annual_report_2022.pdf" and state["steps"] == 0
+    assert state["searches"] == ["employees year end"] and state["last_tool"] == ""
+    bridge = staged.unwrapped
+    clone = type(bridge).from_state(json.loads(json.dumps(bridge.save_state())))
+    assert clone.get_env_state() == bridge.get_env_state() and clone.observe() == observation
     assert [str(a) for a in staged.oracle_actions()] == [
         "read_page(doc='annual_report_2023.pdf', page=5)",
         "answer(text='412')",

@@ -231,6 +231,20 @@ def test_frozen_lake_observation_and_state(lake):
         lake.step(MOVE["move_up"])
 
 
+def test_setups_start_is_a_start_and_its_steps_are_not_counted(lake):
+    staged = Setups(lake, [Action("move_right"), Action("move_right")])
+    observation, _ = staged.reset(seed=0)
+    assert observation.startswith("New episode of FrozenLake-v1.") and "Step" not in observation
+    assert observation == staged.observe()
+    state = staged.get_env_state()
+    assert state["steps"] == 0 and state["col"] == 2 and staged.evaluate().details["steps"] == 0
+    result = staged.step(Action("move_down"))
+    assert result.observation.startswith("Step 1: move_down")
+    assert staged.observe().startswith("FrozenLake-v1 after 1 step(s)")
+    clone = GymnasiumEnv.from_state(json.loads(json.dumps(lake.save_state())))
+    assert clone.get_env_state() == lake.get_env_state() and clone.observe() == lake.observe()
+
+
 def test_taxi_decodes_the_state():
     env = make(TAXI)
     try:

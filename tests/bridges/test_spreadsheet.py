@@ -441,6 +441,12 @@ def test_stage_candidates_change_the_start_state(make):
     staged = Setups(make(SUMMARY), shuffled)
     observation, info = staged.reset()
     assert info["setup_steps"] == 1
+    assert observation == staged.observe() and not observation.startswith("Wrote")  # a start
+    state = staged.get_env_state()
+    assert (state["steps"], state["writes"], state["last_action"]) == (0, 0, "")
+    bridge = staged.unwrapped
+    clone = type(bridge).from_state(json.loads(json.dumps(bridge.save_state())))
+    assert clone.get_env_state() == state and clone.observe() == observation
     plain = make(SUMMARY)
     plain.reset()
     first = plain.step(read("Sales!A2:F2")).observation
@@ -486,7 +492,8 @@ def test_rules_add_a_progress_hint(make):
         assert observation.endswith("[progress: 0/8 answer cells]")
         result = env.step(Action("write_cells", dict(env.unwrapped.task.oracle[0])))
         assert result.observation.endswith("[progress: 4/8 answer cells]")
-        assert env.unwrapped.observe() in result.observation
+        assert result.observation.startswith("Wrote 4 cell(s) in Summary!B2:B5")
+        assert env.unwrapped.observe().endswith(env.unwrapped._sheet_list())  # the state
     finally:
         env.close()
 

@@ -247,6 +247,7 @@ class DocQAEnv(ActionableEnv):
 
     def _clear(self) -> None:
         self._actions: list[Action] = []
+        self._setup_actions = 0  # actions before mark_episode_start (a Setups replay)
         self._searches: list[str] = []
         self._pages_read: list[tuple[str, int]] = []
         self._current: tuple[str, int] | None = None
@@ -258,14 +259,16 @@ class DocQAEnv(ActionableEnv):
         """Starts the episode over; everything is deterministic, so ``seed`` is ignored."""
         self._clear()
         self._started = True
-        count = len(self._corpus)
-        self._observation = (
+        self._observation = self._intro()
+        return self._observation, {"documents": len(self._corpus)}
+
+    def _intro(self) -> str:
+        return (
             f"Question: {self._task.question}\n\n"
-            f"The folder holds {plural(count, 'document')}. Call "
+            f"The folder holds {plural(len(self._corpus), 'document')}. Call "
             "list_documents() to see them, search(query) to find pages, read_page(doc, page) to "
             "read one, and answer(text) to give your final answer."
         )
-        return self._observation, {"documents": count}
 
     def step(self, action: Action) -> StepResult:
         """Carries out one tool call.
@@ -341,14 +344,32 @@ class DocQAEnv(ActionableEnv):
         return f"Answer submitted: {text!r}. The episode is over.", f1, True, info
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The state as a start shows it: the question, the folder, and the page open now.
+
+        Once an answer was given, the answer's confirmation (the episode is over).
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        if self._answer is not None:
+            return self._observation
+        if self._current is None:
+            return self._intro()
+        name, page = self._current
+        document = self._corpus.resolve(name)
+        assert document is not None
+        return f"{self._intro()}\n\nThe page open now:\n{page_text(document, page)}"
+
+    def mark_episode_start(self) -> None:
+        """Stops counting the actions so far as the agent's (they were a ``Setups`` replay).
+
+        What they did stays: the searches made, the pages read and the page open.
+        """
+        self._setup_actions = len(self._actions)
+        self._invalid = 0
+        self._last_tool = ""
 
     def evaluate(self) -> Evaluation:
         """Success = exact match with a reference; score = the best token F1 (0.0 unanswered)."""
@@ -377,7 +398,7 @@ class DocQAEnv(ActionableEnv):
         doc, page = self._current or ("", 0)
         return {
             "question": self._task.question,
-            "steps": len(self._actions),
+            "steps": len(self._actions) - self._setup_actions,
             "searches": list(self._searches),
             "pages_read": [{"doc": d, "page": p} for d, p in self._pages_read],
             "current_doc": doc,
@@ -400,6 +421,7 @@ class DocQAEnv(ActionableEnv):
             "options": self.bridge_options(),
             "started": self._started,
             "actions": [a.to_dict() for a in self._actions],
+            "setup_actions": self._setup_actions,
             "observation": self._observation,
         }
 
@@ -418,12 +440,17 @@ class DocQAEnv(ActionableEnv):
         actions = state["actions"]
         if not isinstance(actions, list):
             raise _bad_state("'actions' must be a list of {'tool', 'args'} dicts")
+        setup = state.get("setup_actions", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(actions):
+            raise _bad_state(f"'setup_actions' must be an int from 0 to {len(actions)}")
         env = cls(state["task_id"], **state["options"])
         if not state["started"]:
             check_nothing_recorded(state, ("actions",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, raw in enumerate(actions):
+            if index == setup and setup:
+                env.mark_episode_start()
             if env._answer is not None:
                 raise _bad_state(f"the episode ended before actions[{index}]")
             try:
@@ -431,6 +458,8 @@ class DocQAEnv(ActionableEnv):
             except InvalidActionError as e:
                 raise _bad_state(f"actions[{index}] is not a valid action: {e}") from e
             env._apply(action)
+        if setup and setup == len(actions):
+            env.mark_episode_start()
         if state["observation"] is not None and env._observation != state["observation"]:
             raise _bad_state(
                 "replaying the actions does not reproduce the recorded observation; did the "

@@ -64,7 +64,7 @@ _FIELDS: dict[str, Any] = {
     "question": {"type": "string", "description": "The question to answer."},
     "steps": {
         "type": "integer",
-        "description": "Agent actions since reset, invalid ones included.",
+        "description": "Agent actions since reset (not setup steps), invalid ones included.",
     },
     "searches": {
         "type": "array",

@@ -25,7 +25,7 @@ def state_schema(
             "nullable": True,
             "description": "The raw gymnasium observation (null before reset).",
         },
-        "steps": {"type": "integer", "description": "Env steps this episode."},
+        "steps": {"type": "integer", "description": "Agent steps this episode (not setup steps)."},
         "last_action": {
             "type": "string",
             "nullable": True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -28,7 +29,11 @@ class GymnasiumEnv(ActionableEnv):
     Blackjack ``stick``/``hit``, CartPole ``push_left/right`` ...); any other env gets
     ``act(action)`` with the action's integer. Observations are text: a header with the last
     action, its reward and whether the episode ended, the env's ANSI rendering without colours
-    (when it has one), and a description in words.
+    (when it has one), and a description in words. ``observe()`` describes the current state as
+    a start would (no last action), except once the episode has ended, when it is the last
+    observation (which says how it ended). ``steps`` (in ``evaluate()`` and the state) counts
+    the agent's steps, not those before ``mark_episode_start`` (a ``Setups`` replay); the
+    return and gymnasium's own time limit count every step.
 
     ``reset(seed=None)`` resets gymnasium with seed 0, so every reset is deterministic; the same
     seed gives the same episode (slippery ice and card draws included). Gymnasium's registered
@@ -114,6 +119,7 @@ class GymnasiumEnv(ActionableEnv):
         self._actions: list[int] = []
         self._moment: Moment | None = None
         self._observation: str | None = None
+        self._setup_steps = 0  # env steps before mark_episode_start (a Setups replay)
         self._closed = False
 
     # -- tasks ------------------------------------------------------------------------------
@@ -224,6 +230,7 @@ class GymnasiumEnv(ActionableEnv):
         self._check_open()
         raw, _ = self._env.reset(seed=seed)
         self._seed, self._actions = seed, []
+        self._setup_steps = 0
         self._moment = Moment(_loader.to_json(raw))
         self._observation = self._render()
         return self._observation, {"seed": seed, "raw_observation": self._moment.raw}
@@ -274,21 +281,41 @@ class GymnasiumEnv(ActionableEnv):
                 else "The episode continues."
             )
             header = (
-                f"Step {moment.steps}: {self._names[moment.action]} -> reward "
+                f"Step {moment.steps - self._setup_steps}: {self._names[moment.action]} -> reward "
                 f"{_number(moment.reward)} (total {_number(moment.total_reward)}). {status}"
             )
         picture = self._domain.picture(self._env.render()) if self._ansi else ""
         return "\n".join(p for p in (header, picture, self._domain.describe(moment)) if p)
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The current state as a start shows it: no last action, the picture, the description.
+
+        Once the episode has ended, the last observation (it says how the episode ended).
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
-        if self._observation is None:
+        moment = self._moment
+        if self._observation is None or moment is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        if moment.ended or moment.action is None:
+            return self._observation
+        steps = moment.steps - self._setup_steps
+        if steps:
+            header = (
+                f"{self.task_id} after {steps} step(s), total reward "
+                f"{_number(moment.total_reward)}. The episode continues."
+            )
+        else:
+            header = f"New episode of {self.task_id}."
+        still = dataclasses.replace(moment, previous=None, action=None, reward=0.0)
+        picture = self._domain.picture(self._env.render()) if self._ansi else ""
+        return "\n".join(p for p in (header, picture, self._domain.describe(still)) if p)
+
+    def mark_episode_start(self) -> None:
+        """Stops counting the env steps so far as the agent's (they were a ``Setups`` replay)."""
+        if self._moment is not None:
+            self._setup_steps = self._moment.steps
 
     def evaluate(self) -> Evaluation:
         """The env's own verdict (per domain, see the class docs); score is the total reward."""
@@ -301,7 +328,7 @@ class GymnasiumEnv(ActionableEnv):
             {
                 "env_id": self.task_id,
                 "outcome": self._domain.outcome(moment) if started else None,
-                "steps": moment.steps,
+                "steps": moment.steps - self._setup_steps,
                 "terminated": moment.terminated,
                 "truncated": moment.truncated,
             },
@@ -317,7 +344,7 @@ class GymnasiumEnv(ActionableEnv):
         return {
             "env_id": self.task_id,
             "observation": json.loads(json.dumps(moment.raw)),
-            "steps": moment.steps,
+            "steps": moment.steps - self._setup_steps,
             "last_action": None if moment.action is None else self._names[moment.action],
             "last_action_index": None if moment.action is None else moment.action + self._start,
             "last_reward": moment.reward,
@@ -343,6 +370,7 @@ class GymnasiumEnv(ActionableEnv):
             "options": self.bridge_options(),
             "seed": self._seed,
             "actions": list(self._actions),
+            "setup_steps": self._setup_steps,
             "observation": None if moment is None else json.loads(json.dumps(moment.raw)),
             "total_reward": None if moment is None else moment.total_reward,
         }
@@ -356,17 +384,24 @@ class GymnasiumEnv(ActionableEnv):
                 is not deterministic under ``reset(seed)``).
         """
         task_id, options, seed, actions = parse_saved(state)
+        setup = state.get("setup_steps", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(actions):
+            raise bad_state(f"'setup_steps' must be an int from 0 to {len(actions)}")
         env = cls(task_id, **options)
         try:
             if seed is None:
                 return env
             env.reset(seed=seed)
             for k, index in enumerate(actions):
+                if k == setup and setup:
+                    env.mark_episode_start()
                 if not 0 <= index < env._domain.n:
                     raise bad_state(f"actions[{k}] = {index} is not an action index")
                 if env._moment is not None and env._moment.ended:
                     raise bad_state(f"actions[{k}] comes after the episode ended")
                 env.step(env._action_of(index))
+            if setup and setup == len(actions):
+                env.mark_episode_start()
             moment = env._moment
             assert moment is not None
             if moment.raw != state["observation"] or not _same(

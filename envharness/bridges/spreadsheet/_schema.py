@@ -92,7 +92,7 @@ STATE_FIELDS: dict[str, Any] = {
         "items": {"type": "string"},
         "description": "Answer cells whose formula evaluates to an error such as #DIV/0!.",
     },
-    "steps": {"type": "integer", "description": "Agent steps this episode."},
+    "steps": {"type": "integer", "description": "Agent steps this episode (not setup steps)."},
     "reads": {"type": "integer", "description": "list_sheets and read_range calls."},
     "writes": {"type": "integer", "description": "write_cells calls that wrote."},
     "invalid_actions": {"type": "integer", "description": "Actions refused with feedback."},

@@ -108,6 +108,7 @@ class SpreadsheetEnv(ActionableEnv):
         self._observation: str | None = None
         self._actions: list[dict[str, Any]] = []
         self._counts = {"steps": 0, "reads": 0, "writes": 0, "invalid_actions": 0}
+        self._setup_actions = 0  # actions before mark_episode_start (a Setups replay)
         self._last_action = ""
         self._started = False
         self._submitted = False
@@ -165,6 +166,7 @@ class SpreadsheetEnv(ActionableEnv):
         self._book = self._fresh_book()
         self._actions = []
         self._counts = dict.fromkeys(self._counts, 0)
+        self._setup_actions = 0
         self._last_action = ""
         self._submitted = False
         self._started = True
@@ -321,14 +323,20 @@ class SpreadsheetEnv(ActionableEnv):
         )
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The workbook now, as the start shows it: the instruction and the sheets' outline.
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        return f"{self.instruction}\n\n{self._sheet_list()}"
+
+    def mark_episode_start(self) -> None:
+        """Restarts the activity counts (the actions so far were a ``Setups`` replay)."""
+        self._setup_actions = len(self._actions)
+        self._counts = dict.fromkeys(self._counts, 0)
+        self._last_action = ""
 
     def evaluate(self) -> Evaluation:
         """The verifier's verdict on the answer range now (see the ``verifier`` module)."""
@@ -383,6 +391,7 @@ class SpreadsheetEnv(ActionableEnv):
             "options": self.bridge_options(),
             "started": self._started,
             "actions": json.loads(json.dumps(self._actions)),
+            "setup_actions": self._setup_actions,
             "observation": self._observation,
         }
 
@@ -400,12 +409,17 @@ class SpreadsheetEnv(ActionableEnv):
         actions = state["actions"]
         if not isinstance(actions, list):
             raise _bad_state("'actions' must be a list of {'tool', 'args'} dicts")
+        setup = state.get("setup_actions", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(actions):
+            raise _bad_state(f"'setup_actions' must be an int from 0 to {len(actions)}")
         env = cls(state["task_id"], **state["options"])
         if not state["started"]:
             check_nothing_recorded(state, ("actions",), bridge=_BRIDGE, env_name=_NAME)
             return env
         env.reset()
         for index, raw in enumerate(actions):
+            if index == setup and setup:
+                env.mark_episode_start()
             if env._submitted:
                 raise _bad_state(f"the episode ended before actions[{index}]")
             try:
@@ -414,6 +428,8 @@ class SpreadsheetEnv(ActionableEnv):
                 raise _bad_state(f"actions[{index}] is not a valid action: {e}") from e
             env._actions.append(action.to_dict())
             env._apply(action, render=index == len(actions) - 1)
+        if setup and setup == len(actions):
+            env.mark_episode_start()
         if state["observation"] is not None and env._observation != state["observation"]:
             raise _bad_state("replaying the actions does not reproduce the recorded observation")
         return env

@@ -72,8 +72,8 @@ _STATE_FIELDS: dict[str, Any] = {
         "type": "string",
         "description": "The changes since the start as a unified diff (cut to 20000 characters).",
     },
-    "steps": {"type": "integer", "description": "Tool calls made this episode."},
-    "test_runs": {"type": "integer", "description": "How many times run_tests was called."},
+    "steps": {"type": "integer", "description": "Tool calls made this episode (not setup steps)."},
+    "test_runs": {"type": "integer", "description": "run_tests calls (not setup steps)."},
     "last_tool": {"type": "string", "description": "The last tool called ('' before any)."},
     "last_tests": {
         "type": "string",
@@ -308,12 +308,19 @@ class SweEnv(ActionableEnv):
         self._steps = self._test_runs = 0
         self._last_tool = self._last_tests = ""
         self._files = dict(self._task.files)
-        listing = "\n".join(f"  {path}" for path in sorted(self._task.files))
-        self._observation = (
-            f"The repository `{self._task.package}` has these files:\n{listing}\n\n"
+        self._observation = self._intro()
+        return self._observation, {"files": sorted(self._task.files), "runtime": self.runtime_kind}
+
+    def _intro(self) -> str:
+        """The files of the workspace now, what differs from the checkout, and the issue."""
+        files = self._current_files()
+        listing = "\n".join(f"  {path}" for path in sorted(files))
+        changed = sorted(self._changes())
+        note = f"\n\nChanged from the original checkout: {', '.join(changed)}" if changed else ""
+        return (
+            f"The repository `{self._task.package}` has these files:\n{listing}{note}\n\n"
             f"The issue to fix:\n{self._task.problem_statement}"
         )
-        return self._observation, {"files": sorted(self._task.files), "runtime": self.runtime_kind}
 
     def step(self, action: Action) -> StepResult:
         """Runs one tool call.
@@ -365,14 +372,23 @@ class SweEnv(ActionableEnv):
         return StepResult(self._observation, reward, True, False, {"success": evaluation.success})
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The workspace as a start shows it: its files, what changed, and the issue.
+
+        Once the changes were submitted, the verdict (the episode is over).
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        if self._submitted or self._runtime is None:
+            return self._observation
+        return self._intro()
+
+    def mark_episode_start(self) -> None:
+        """Restarts the step and test counters (the steps so far were a ``Setups`` replay)."""
+        self._steps = self._test_runs = 0
+        self._last_tool = self._last_tests = ""
 
     # -- the workspace ----------------------------------------------------------------------
 

@@ -147,7 +147,10 @@ _STATE_FIELDS: dict[str, Any] = {
         "description": "What can be acted on, by reference number: role, name, value, ...",
     },
     "text": {"type": "string", "description": "The page's text lines (elements left out)."},
-    "steps": {"type": "integer", "description": "Agent actions this episode, invalid ones too."},
+    "steps": {
+        "type": "integer",
+        "description": "Agent actions this episode (not setup steps), invalid ones too.",
+    },
     "last_action": {"type": "string", "description": "The last action, e.g. 'click(ref=3)'."},
     "done": {"type": "boolean", "description": "The episode has ended."},
 }
@@ -258,6 +261,7 @@ class BrowserEnv(ActionableEnv):
         self._snapshot: PageSnapshot | None = None
         self._observation: str | None = None
         self._actions: list[Action] = []
+        self._setup_actions = 0  # actions before mark_episode_start (a Setups replay)
         self._started = False
         self._terminated = False
 
@@ -296,6 +300,7 @@ class BrowserEnv(ActionableEnv):
                 bridge=self.bridge_name,
             ) from e
         self._actions = []
+        self._setup_actions = 0
         self._started = True
         self._terminated = False
         self._set_page(snapshot)
@@ -363,14 +368,18 @@ class BrowserEnv(ActionableEnv):
         return self._snapshot.view(self.start_url)
 
     def observe(self) -> str:
-        """The observation last returned by :meth:`reset` or :meth:`step`.
+        """The page the browser is on, as a start shows it (the view, without the last feedback).
 
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
         if self._observation is None:
             raise EpisodeError("no episode is running; call reset() first")
-        return self._observation
+        return self._view()
+
+    def mark_episode_start(self) -> None:
+        """Stops counting the actions so far as the agent's (they were a ``Setups`` replay)."""
+        self._setup_actions = len(self._actions)
 
     def evaluate(self) -> Evaluation:
         """The verifier's verdict on the current page (a failure before :meth:`reset`)."""
@@ -383,13 +392,13 @@ class BrowserEnv(ActionableEnv):
     def get_env_state(self) -> dict[str, Any]:
         """A fresh JSON-able view: URL, title, elements, page text, steps, last action, done."""
         page = self._snapshot
-        last = str(self._actions[-1]) if self._actions else ""
+        last = str(self._actions[-1]) if len(self._actions) > self._setup_actions else ""
         return {
             "url": self._display(page.url) if page else "",
             "title": page.title if page else "",
             "elements": [e.to_dict() for e in page.elements] if page else [],
             "text": page.text if page else "",
-            "steps": len(self._actions),
+            "steps": len(self._actions) - self._setup_actions,
             "last_action": last,
             "done": self._terminated,
         }
@@ -419,6 +428,7 @@ class BrowserEnv(ActionableEnv):
             "task_id": self.task_id,
             "started": self._started,
             "actions": [a.to_dict() for a in self._actions],
+            "setup_actions": self._setup_actions,
             "observation": self._observation,
         }
 
@@ -469,14 +479,23 @@ class BrowserEnv(ActionableEnv):
     def _replay(self, state: Mapping[str, Any]) -> None:
         """Resets and plays the saved actions; checks that it ends on the saved observation."""
         actions = state["actions"]
+        setup = state.get("setup_actions", 0)
+        if isinstance(setup, bool) or not isinstance(setup, int) or not 0 <= setup <= len(actions):
+            raise _bad_state(
+                self.bridge_name, f"'setup_actions' must be an int from 0 to {len(actions)}"
+            )
         if not state["started"]:
             check_nothing_recorded(state, ("actions",), bridge=self.bridge_name)
             return
         self.reset()
         for index, raw in enumerate(actions):
+            if index == setup and setup:
+                self.mark_episode_start()
             if self._terminated:
                 raise _bad_state(self.bridge_name, f"the episode ended before actions[{index}]")
             self._apply(self.check_action(raw))
+        if setup and setup == len(actions):
+            self.mark_episode_start()
         if state["observation"] is not None and self._observation != state["observation"]:
             raise _bad_state(
                 self.bridge_name,
