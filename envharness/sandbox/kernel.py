@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "DENIED_SYSCALLS",
+    "OTHER_PID_SYSCALLS",
     "SeccompFilter",
     "apply_rlimits",
     "capabilities_empty",
@@ -52,6 +53,8 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
     "setpriority", "sched_setscheduler", "sched_setparam", "sched_setattr",
     "sched_setaffinity", "ioprio_set", "migrate_pages", "move_pages",
+    # learning about other processes and the host (probing pids, listing mounts)
+    "getpgid", "getsid", "listmount", "statmount",
     # undoing the set-up
     "setsid", "setpgid", "prctl", "seccomp", "setrlimit", "personality", "capset",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
@@ -79,7 +82,17 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "semget", "semop", "semtimedop", "semctl",
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 )  # fmt: skip
-"""Syscalls that fail with ``EPERM`` in a sandbox child (``prlimit64`` too, when it sets)."""
+"""Syscalls that fail with ``EPERM`` in a sandbox child.
+
+Besides these, :data:`OTHER_PID_SYSCALLS` fail when they name a process other than the caller
+(a nonzero pid), and ``prlimit64`` fails when it sets a limit.
+"""
+
+OTHER_PID_SYSCALLS: tuple[str, ...] = (
+    "prlimit64", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_getattr", "sched_rr_get_interval",
+)  # fmt: skip
+"""Syscalls whose first argument is a pid: allowed on the caller itself (pid 0) only."""
 
 # Syscalls newer than some libseccomp releases; these numbers are shared by x86_64 and aarch64.
 _GENERIC_NUMBERS = {
@@ -88,6 +101,8 @@ _GENERIC_NUMBERS = {
     "removexattrat": 466,
     "open_tree_attr": 467,
     "file_setattr": 469,
+    "statmount": 457,
+    "listmount": 458,
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -371,6 +386,12 @@ class SeccompFilter:
         # prlimit64(pid, resource, new, old) may read limits but never set them.
         setting = _ArgCmp(2, _SCMP_CMP_NE, 0, 0)
         self._add(eperm, self.resolve("prlimit64"), "prlimit64", setting)
+        # Calls that name a pid may name the caller (0) only: no probing of host processes.
+        other_pid = _ArgCmp(0, _SCMP_CMP_NE, 0, 0)
+        for name in OTHER_PID_SYSCALLS:
+            number = self.resolve(name)
+            if number >= 0:
+                self._add(eperm, number, name, other_pid)
 
     def resolve(self, name: str) -> int:
         """The native syscall number of ``name``, or a negative number if unknown."""

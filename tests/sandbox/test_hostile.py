@@ -209,6 +209,50 @@ CASES = [
         returns="(-1, 1)",
     ),
     Case(
+        "probe-host-pids-with-getpgid",
+        obs("return str(os.getpgid(1))", "import os"),
+        raises=r"raised PermissionError: \[Errno 1\]",
+    ),
+    Case(
+        "probe-host-pids-with-getsid",
+        obs("return str(os.getsid(1))", "import os"),
+        raises=r"raised PermissionError: \[Errno 1\]",
+    ),
+    Case(
+        "read-another-process-limits",
+        obs(
+            "return str(resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE))",
+            "import os, resource",
+        ),
+        raises=r"raised PermissionError: \[Errno 1\]",
+    ),
+    Case(
+        "read-own-limits-is-fine",
+        obs(
+            "return str(resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 0)",
+            "import resource",
+        ),
+        returns="True",
+        lint=r".",
+    ),
+    Case(
+        "another-process-affinity",
+        obs("return str(sorted(os.sched_getaffinity(1)))", "import os"),
+        raises=r"raised PermissionError: \[Errno 1\]",
+    ),
+    Case(
+        "list-the-host-mounts",
+        obs(
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "req = (ctypes.c_uint64 * 4)(32, 0, 0, 0)\n"
+            "ids = (ctypes.c_uint64 * 64)()\n"
+            "n = libc.syscall(458, ctypes.byref(req), ids, 64, 0)\n"
+            "return str((n, ctypes.get_errno()))",
+            "import ctypes",
+        ),
+        returns="(-1, 1)",
+    ),
+    Case(
         "raise-own-limits",
         obs(
             "resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY,) * 2)\n"
