@@ -125,9 +125,9 @@ def _check_cached(code: str) -> RulesCodeInfo:
         text = (e.text or "").strip()
         where = f" in `{text}`" if text else ""
         fence = (
-            "; the code is wrapped in a markdown fence (```): send the bare Python source, "
+            "; the code contains a markdown fence (```): send the bare Python source, "
             "without the ``` lines"
-            if text.startswith("```") or code.lstrip().startswith("```")
+            if "```" in code
             else "; fix the code so that it parses"
         )
         raise RulesError(f"line {e.lineno}: syntax error{where}: {e.msg}{fence}") from None
