@@ -155,9 +155,9 @@ def _schemas(
         "get_stage_candidates": (
             "List the bridge's stage candidates: ready-made Setups (in_env_actions) that change "
             "the start state, numbered, each in the exact form submit_candidate accepts, marked "
-            "HEAD START (the first steps of a known solution done: easier) or PERTURBED START "
-            "(a different start: usually harder), with the policy's first observation after "
-            "it. Says so when the bridge has none.",
+            "HEAD START (the first steps of a known solution done: easier) or OTHER START (a "
+            "different start state, easier or harder), with the policy's first observation "
+            "after it. Says so when the bridge has none.",
             {
                 "type": "object",
                 "properties": {

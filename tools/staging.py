@@ -51,7 +51,10 @@ def _kind(actions: list[dict[str, Any]], plan: list[dict[str, Any]] | None) -> s
         )
     if plan is None:
         return "a different start state (no known solution to compare with)"
-    return "PERTURBED START: a different start state, not along a known solution (usually harder)"
+    return (
+        "OTHER START: a different start state, not the first steps of the known solution (it "
+        "may make the task easier or harder: read its effect below)"
+    )
 
 
 def _effect(bare: str, observation: str) -> str:
