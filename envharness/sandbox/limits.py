@@ -20,6 +20,9 @@ class SandboxLimits:
     Attributes:
         call_timeout: Wall-clock seconds one hook call may take; on expiry the child is killed.
             Loading the code gets this plus a fixed allowance for starting the process.
+        episode_wall_seconds: Wall-clock seconds all hook calls of one episode may take
+            together (hooks that sleep use no CPU but hold the episode up); past it the child
+            is killed and the episode ends with a ``RulesError``.
         episode_cpu_seconds: ``RLIMIT_CPU`` of one episode's child, across all its calls
             (SIGXCPU at this limit, SIGKILL one second later).
         memory_headroom_mb: ``RLIMIT_AS`` is the child's virtual size at start plus this.
@@ -33,23 +36,25 @@ class SandboxLimits:
     """
 
     call_timeout: float = 1.0
+    episode_wall_seconds: float = 10.0
     episode_cpu_seconds: int = 10
     memory_headroom_mb: int = 256
     max_message_bytes: int = 4 << 20
     max_open_files: int = 16
 
     def __post_init__(self) -> None:
-        timeout = self.call_timeout
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise RulesError(
-                f"invalid SandboxLimits: expected call_timeout to be a positive finite number of "
-                f"seconds, got {timeout!r}"
-            )
+        for name in ("call_timeout", "episode_wall_seconds"):
+            seconds = getattr(self, name)
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, int | float)
+                or not math.isfinite(seconds)
+                or seconds <= 0
+            ):
+                raise RulesError(
+                    f"invalid SandboxLimits: expected {name} to be a positive finite number of "
+                    f"seconds, got {seconds!r}"
+                )
         _check_int("episode_cpu_seconds", self.episode_cpu_seconds, 1, 86_400)
         _check_int("memory_headroom_mb", self.memory_headroom_mb, 16, 1 << 20)
         _check_int("max_message_bytes", self.max_message_bytes, 1024, _MAX_FRAME)

@@ -162,6 +162,8 @@ class RulesSession:
         self._channel = protocol.HostChannel(request_fd, reply_fd, limits.max_message_bytes)
         self._exchange = self._channel.exchange
         self._timeout = limits.call_timeout
+        self._wall_budget = limits.episode_wall_seconds
+        self._wall_used = 0.0
         self._cap = limits.max_message_bytes
         self._cpu_seconds = limits.episode_cpu_seconds
         self._lock = threading.Lock()
@@ -215,9 +217,14 @@ class RulesSession:
         if type(reply) is dict and "ready" in reply and type(reply["ready"]) is dict:
             ready = reply["ready"]
             hooks = ready.get("hooks")
-            if type(hooks) is list and set(hooks) <= set(HOOKS):
+            protections = ready.get("protections", {})
+            if (
+                type(hooks) is list
+                and all(type(hook) is str and hook in HOOKS for hook in hooks)
+                and type(protections) is dict
+            ):
                 self.hooks = frozenset(hooks)
-                self.protections = dict(ready.get("protections") or {})
+                self.protections = dict(protections)
                 if self.hooks & {"modify_transition", "filter_observation"}:
                     last = "filter_observation" in self.hooks
                     self._after_hook = "filter_observation" if last else "modify_transition"
@@ -318,12 +325,21 @@ class RulesSession:
                     f"the input to {hook} is {len(frame) - 8} bytes as JSON, over "
                     f"max_message_bytes={self._cap}"
                 )
-            timeout = self._timeout
-            deadline = _monotonic() + timeout
+            left = self._wall_budget - self._wall_used
+            timeout = min(self._timeout, left)
+            started = _monotonic()
+            deadline = started + timeout
             try:
                 reply = _decode(self._exchange(frame, seq, deadline))
             except protocol.FrameTimeout:
-                reason = f"timed out after {timeout:g}s; the sandbox process was killed"
+                if timeout < self._timeout:
+                    reason = (
+                        f"used up the episode's wall-clock budget for hooks "
+                        f"({self._wall_budget:g}s, SandboxLimits.episode_wall_seconds); the "
+                        "sandbox process was killed"
+                    )
+                else:
+                    reason = f"timed out after {timeout:g}s; the sandbox process was killed"
                 raise self._fail(hook, reason) from None
             except protocol.ChannelClosed:
                 raise self._fail(hook, self._death_reason()) from None
@@ -340,6 +356,8 @@ class RulesSession:
                 self._failure = "interrupted during a call"
                 self._release()
                 raise
+            finally:
+                self._wall_used += _monotonic() - started
             if type(reply) is dict and len(reply) == 1 and "ok" in reply:
                 return reply["ok"]
             raise self._fail_from_reply(hook, reply, args)
@@ -354,7 +372,7 @@ class RulesSession:
         if type(reply) is not dict:
             return self._fail(hook, "broke the protocol (the reply is not an object)")
         named = reply.get("hook")
-        if named in self.hooks:
+        if type(named) is str and named in self.hooks:
             hook = named
         raised, returned, too_big = reply.get("raised"), reply.get("returned"), reply.get("too_big")
         if type(raised) is str:

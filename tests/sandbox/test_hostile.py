@@ -101,6 +101,14 @@ CASES = [
         calls=8,
     ),
     Case(
+        "sleep-just-under-the-timeout-every-call",
+        obs("time.sleep(0.25)\nreturn 'slow'", "import time"),
+        raises=r"used up the episode's wall-clock budget for hooks \(1s, "
+        r"SandboxLimits.episode_wall_seconds\)",
+        limits=SandboxLimits(call_timeout=0.3, episode_wall_seconds=1.0),
+        calls=8,
+    ),
+    Case(
         "slow-but-legal-20ms",
         obs(
             "t = time.perf_counter()\nwhile time.perf_counter() - t < 0.02:\n    pass\n"
@@ -429,6 +437,27 @@ CASES = [
         raises=r"broke the protocol \(\d+ unexpected bytes after the reply\)|"
         r"broke the protocol \(the reply carries seq 1, expected 2\)",
         calls=2,
+    ),
+    Case(
+        "forge-an-unhashable-hook-name",
+        obs(
+            "body = b'{\"hook\":{\"x\":1},\"raised\":\"Boom\"}'\n"
+            "os.write(4, struct.pack('>II', len(body), 1) + body)\nwhile True:\n    pass",
+            FORGE,
+        ),
+        raises=r"hook 'filter_observation' failed: raised Boom",
+    ),
+    Case(
+        "forge-a-ready-frame-with-bad-hooks",
+        rules(
+            "filter_observation",
+            "return observation",
+            imports=FORGE + "body = b'{\"ready\":{\"hooks\":[[1]],\"protections\":5}}'\n"
+            "os.write(4, struct.pack('>II', len(body), 0) + body)",
+        ),
+        raises=r"broke the protocol while loading the code",
+        at_start=True,
+        error_hook=None,
     ),
     # -- walking around the lint and the builtins --------------------------------------------------
     Case(
