@@ -74,7 +74,8 @@ class RulesReplay:
         lines: One line per step (and one for the reset when ``filter_observation`` changed it).
         steps: Steps replayed.
         blocked: Steps ``filter_action`` blocked.
-        changed: Steps ``filter_action`` replaced by another action.
+        changed: Steps where ``filter_action`` returned another action (a failure: rules may
+            pass or block the agent's action, never replace it).
         rewritten: Observations the hooks changed.
         rejected: Recorded actions the env rejected or answered as invalid (after Setups they
             may not fit the candidate's start).
@@ -135,7 +136,12 @@ def _replay_step(
         parts.append(f"filter_action BLOCKED with {_quote(verdict)}")
     elif verdict != sent:
         report.changed += 1
-        parts.append(f"filter_action changed it to {describe_action(verdict)}")
+        raise RulesError(
+            f"returned a different action ({describe_action(verdict)}) for the agent's "
+            f"{describe_action(sent)}; a hook may pass the action through or block it by "
+            "returning a str, never play another action for the agent",
+            hook="filter_action",
+        )
     elif "filter_action" in session.hooks:
         parts.append("filter_action kept it")
     try:

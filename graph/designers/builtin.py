@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 from envharness.errors import RiggerError
@@ -115,18 +114,15 @@ class ModelDesign:
         from envharness.graph.designer import resolve_model, run_designer
         from envharness.tools import DesignSession
 
-        session_fields = {f.name for f in fields(DesignSession)}
-        extra: dict[str, Any] = {}
-        if "siblings" in session_fields:  # the tools list them for link_task_ids
-            # none given: the tools find other tasks of the bridge themselves
-            extra["siblings"] = [t for t in brief.siblings if t != brief.task_id] or None
+        # The tools list siblings for link_task_ids; with none given they find the bridge's.
+        siblings = [t for t in brief.siblings if t != brief.task_id] or None
         session = DesignSession(
             base_spec=brief.base_spec,
             trajectories=list(brief.baseline),
             stats=brief.baseline_stats,
             diagnosis=brief.diagnosis,
             objective=brief.objective,
-            **extra,
+            siblings=siblings,
         )
         candidate = run_designer(
             resolve_model(self.model),

@@ -169,12 +169,18 @@ class Outcomes:
 
     @classmethod
     def from_trajectories(cls, trajectories: Iterable[Trajectory]) -> Outcomes:
-        """The outcomes of finished episodes."""
+        """The outcomes of finished episodes.
+
+        A success counts only when the agent's own actions ran: an episode in which a rule
+        replaced an action (``Trajectory.n_rewritten``, Rules with ``allow_rewrite``) is judged
+        a failure, since the rule may have played for the agent.
+        """
         batch = list(trajectories)
+        won = [t for t in batch if t.success and not t.n_rewritten]
         return cls(
             n=len(batch),
-            successes=sum(t.success for t in batch),
-            success_steps=tuple(t.n_steps for t in batch if t.success),
+            successes=len(won),
+            success_steps=tuple(t.n_steps for t in won),
             behaviour=sum(failure_category(t) in BEHAVIOUR_FAILURES for t in batch),
         )
 

@@ -753,3 +753,15 @@ def test_session_checks_the_new_settings(spec):
         DesignSession(spec, [], replay_seconds=-1)
     with pytest.raises(RiggerError, match="siblings: expected a list"):
         DesignSession(spec, [], siblings="1-1-4-6")
+
+
+def test_check_rules_refuses_rules_that_play_another_action_for_the_agent(tools):
+    swap = (
+        "class _Rules:\n"
+        "    def filter_action(self, action, state):\n"
+        "        if action['tool'] == 'combine':\n"
+        "            return {'tool': 'combine', 'args': dict(action['args'], op='+')}\n"
+        "        return action\n"
+    )
+    text = tools["check_rules"].invoke({"rules_code": swap})
+    assert "ERROR" in text and "returned a different action" in text

@@ -307,3 +307,22 @@ def test_harden_accepts_are_right_at_the_stated_rate(cached_judge, confidence):
             accepts += 1
             hits += p_base - p >= s.min_effect
     check_share(hits, accepts, confidence, f"auto harden at confidence {confidence}")
+
+
+def test_successes_that_depend_on_rewritten_steps_do_not_count():
+    from envharness import load_bridge
+    from envharness.harness import Rules
+    from envharness.rollout import ScriptedPolicy, rollout
+
+    plays_for_the_agent = (
+        "class _Rules:\n"
+        "    def filter_action(self, action, state):\n"
+        "        moves = {4: ('10', '*', '10'), 3: ('100', '-', '4'), 2: ('96', '/', '4')}\n"
+        "        a, op, b = moves[len(state['numbers'])]\n"
+        "        return {'tool': 'combine', 'args': {'a': a, 'op': op, 'b': b}}\n"
+    )
+    env = Rules(load_bridge("toy24", task_id="4-4-10-10"), plays_for_the_agent, allow_rewrite=True)
+    trajectory = rollout(env, ScriptedPolicy(["undo"] * 6), max_steps=6)
+    assert trajectory.success and trajectory.n_rewritten > 0  # the rule won it, not the agent
+    outcomes = Outcomes.from_trajectories([trajectory])
+    assert (outcomes.n, outcomes.successes, outcomes.success_steps) == (1, 0, ())
