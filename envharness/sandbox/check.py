@@ -19,7 +19,21 @@ from typing import NamedTuple
 from envharness.errors import RulesError
 from envharness.sandbox.policy import ALLOWED_IMPORTS, HOOK_PARAMS, HOOKS, REMOVED_BUILTINS
 
-__all__ = ["RulesCodeInfo", "check_rules_code", "describe_rules_code", "rules_sha256"]
+__all__ = [
+    "MAX_AST_NODES",
+    "MAX_RULES_CODE_BYTES",
+    "RulesCodeInfo",
+    "check_rules_code",
+    "describe_rules_code",
+    "rules_sha256",
+]
+
+MAX_RULES_CODE_BYTES = 64 * 1024
+"""The largest rules code the check parses (UTF-8 bytes); checked before parsing, which costs
+the host ~0.5 KB of memory per byte of code."""
+
+MAX_AST_NODES = 50_000
+"""The most syntax-tree nodes rules code may have."""
 
 _SAFE_DUNDERS = frozenset(
     {"__init__", "__name__", "__qualname__", "__doc__", "__module__", "__post_init__"}
@@ -107,10 +121,21 @@ def check_rules_code(code: str) -> RulesCodeInfo:
     """
     if not isinstance(code, str):
         raise RulesError(f"expected the rules code as a str, got {type(code).__name__}")
+    _check_size(code)
     return _check_cached(code)
 
 
-@functools.lru_cache(maxsize=256)
+def _check_size(code: str) -> None:
+    # len(code) bounds the UTF-8 size from below: a huge str is refused before it is encoded.
+    size = len(code) if len(code) > MAX_RULES_CODE_BYTES else len(code.encode("utf-8", "replace"))
+    if size > MAX_RULES_CODE_BYTES:
+        raise RulesError(
+            f"the code is {size} bytes, over the limit of {MAX_RULES_CODE_BYTES} "
+            f"({MAX_RULES_CODE_BYTES >> 10} KiB); rules code should be a few hooks, not data"
+        )
+
+
+@functools.lru_cache(maxsize=64)
 def _check_cached(code: str) -> RulesCodeInfo:
     """The check itself, memoized: a rig builds the same rules for every rollout it plays.
 
@@ -133,6 +158,17 @@ def _check_cached(code: str) -> RulesCodeInfo:
         raise RulesError(f"line {e.lineno}: syntax error{where}: {e.msg}{fence}") from None
     except ValueError as e:  # null bytes, on older Pythons
         raise RulesError(f"the code cannot be parsed: {e}") from None
+    except (RecursionError, MemoryError):
+        raise RulesError(
+            "the code nests too deeply to parse (an expression or block nested thousands of "
+            "levels); write it flat"
+        ) from None
+    nodes = sum(1 for _ in ast.walk(tree))
+    if nodes > MAX_AST_NODES:
+        raise RulesError(
+            f"the code has {nodes} syntax nodes, over the limit of {MAX_AST_NODES}; rules code "
+            "should be a few hooks, not data"
+        )
 
     problems: list[_Problem] = []
     classes = _top_level_classes(tree)

@@ -314,3 +314,25 @@ def test_several_problems_are_listed_together():
 def test_rejects_non_str_code():
     with pytest.raises(RulesError, match="expected the rules code as a str, got bytes"):
         check_rules_code(b"class _Rules: pass")  # type: ignore[arg-type]
+
+
+def test_oversize_code_is_refused_before_it_is_parsed():
+    import time
+
+    from envharness.sandbox.check import MAX_RULES_CODE_BYTES, _check_cached
+
+    code = "class _Rules:\n    pass\n" + "x = [" + "1," * (2 << 20) + "]\n"  # 4 MiB
+    started = time.perf_counter()
+    with pytest.raises(RulesError, match=f"over the limit of {MAX_RULES_CODE_BYTES}"):
+        check_rules_code(code)
+    assert time.perf_counter() - started < 0.2  # parsing it would take seconds and ~2 GB
+    assert _check_cached.cache_info().maxsize == 64  # a small cache, of passing code only
+
+
+def test_a_parse_bomb_is_a_rules_error():
+    deep = "class _Rules:\n    pass\nx = " + "1+" * 30_000 + "1\n"
+    with pytest.raises(RulesError, match="nests too deeply"):
+        check_rules_code(deep)
+    wide = "class _Rules:\n    pass\ny = [" + "x," * 30_000 + "]\n"  # 60 KB, 60,000 nodes
+    with pytest.raises(RulesError, match="syntax nodes, over the limit"):
+        check_rules_code(wide)
