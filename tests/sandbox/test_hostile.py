@@ -441,7 +441,7 @@ CASES = [
     Case(
         "forge-an-unhashable-hook-name",
         obs(
-            "body = b'{\"hook\":{\"x\":1},\"raised\":\"Boom\"}'\n"
+            'body = b\'{"hook":{"x":1},"raised":"Boom"}\'\n'
             "os.write(4, struct.pack('>II', len(body), 1) + body)\nwhile True:\n    pass",
             FORGE,
         ),
@@ -452,7 +452,7 @@ CASES = [
         rules(
             "filter_observation",
             "return observation",
-            imports=FORGE + "body = b'{\"ready\":{\"hooks\":[[1]],\"protections\":5}}'\n"
+            imports=FORGE + 'body = b\'{"ready":{"hooks":[[1]],"protections":5}}\'\n'
             "os.write(4, struct.pack('>II', len(body), 0) + body)",
         ),
         raises=r"broke the protocol while loading the code",
