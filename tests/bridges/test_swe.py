@@ -525,7 +525,7 @@ def test_setups_leave_a_distractor(make):
     assert info["setup_steps"] == 2 and "ci-last-run.log" in observation
     log = staged.step(Action("read_file", {"path": "ci-last-run.log"})).observation
     assert log.startswith("$ python3 -m pytest\nFAILED tests/test_merge.py::")
-    assert staged.get_env_state()["steps"] == 3
+    assert staged.get_env_state()["steps"] == 1  # the two setup steps are not counted
 
 
 def test_renamed_helper_changes_the_oracle(local):

@@ -320,7 +320,8 @@ def test_stage_candidates_mislead_but_stay_solvable(make):
     observation, info = decoy.reset()
     state = decoy.get_env_state()
     assert info["setup_steps"] == 2 and state["page"] == "item" and state["product_id"] != "p001"
-    assert state["steps"] == 2 and not state["done"] and observation == decoy.unwrapped.observe()
+    assert state["steps"] == 0 and not state["done"] and observation == decoy.unwrapped.observe()
+    assert state["last_action"] == "" and not observation.startswith("Clicked")  # a start
     wrong = Setups(make(SHOES), stages[2])  # the target, with the wrong size chosen
     wrong.reset()
     state = wrong.get_env_state()

@@ -9,7 +9,9 @@ and the object's types, which ALFWorld's ``PutObject`` requires. Never tried: th
 receptacle; one of the goal's class when the task only moves the object (the move could do the
 task); the appliance a heat or cool task needs (hiding a potato in the microwave of a heat task
 would help). A candidate is kept only when every command is admissible, the goal does not hold
-on the way, and ALFWorld's expert, with a fresh memory, still wins from the state it makes.
+on the way, and the oracle still wins from the state it makes: ALFWorld's expert with a fresh
+memory, or else fast-downward's plan (as ``oracle_actions`` falls back to), within the agent's
+default budget.
 Where nothing fits (a mug in a bedroom: only tables can hold it), there is no candidate, and
 :func:`find_stages` says why. Candidates are computed once per game and cached next to it.
 """
@@ -23,7 +25,7 @@ from typing import Any, NamedTuple
 from envharness.bridges.alfworld_env._build import Built, read_json, write_json
 from envharness.bridges.alfworld_env._game import Game
 from envharness.bridges.alfworld_env._kit import LOCK, Kit
-from envharness.bridges.alfworld_env._oracle import persist, remember, run_expert
+from envharness.bridges.alfworld_env._oracle import persist, remember, run_expert, run_planner
 from envharness.bridges.cache import file_lock
 
 __all__ = ["MAX_STAGES", "Stages", "cached_stages", "find_stages", "kind"]
@@ -39,7 +41,7 @@ _TRANSFORMS = frozenset(
         "pick_cool_then_place_in_recep",
     }
 )  # the goal needs more than the move, so the goal's class may hide the object
-_FORMAT = 3  # 3: closed receptacles only, the walk back, and the reason when there are none
+_FORMAT = 5  # 5: closed receptacles only, the walk back, the planner, why there are none
 
 
 class Stages(NamedTuple):
@@ -209,7 +211,9 @@ def cached_stages(built: Built) -> Stages | None:
     return Stages(stages, problem)
 
 
-def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) -> Stages:
+def find_stages(
+    parts: Kit, scratch: Game, built: Built, plan: Sequence[str], budget: int = 50
+) -> Stages:
     """Up to :data:`MAX_STAGES` validated hiding stages, or why there are none (cached).
 
     Args:
@@ -217,6 +221,8 @@ def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) ->
         scratch: A private copy of the game (reset and played here).
         built: The built game.
         plan: The oracle's plan from the start (to find the object it takes first).
+        budget: The agent's default step budget: a hiding place the oracle needs more steps
+            from is not offered.
     """
     cached = cached_stages(built)
     if cached is not None:
@@ -230,15 +236,15 @@ def find_stages(parts: Kit, scratch: Game, built: Built, plan: Sequence[str]) ->
             if len(stages) == MAX_STAGES or tries == _MAX_TRIES:
                 break
             tries += 1
-            solution = run_expert(parts, scratch, built, stage)
-            if solution is not None:
+            solution = run_expert(parts, scratch, built, stage) or run_planner(scratch, stage)
+            if solution is not None and len(solution.commands) <= budget:
                 remember(built.key, solution.plans())
                 persist(built, solution.plans())
                 stages.append(list(stage))
     if candidates and not stages:
         problem = (
-            f"ALFWorld's expert did not win from any of the {tries} hiding place(s) tried, so "
-            "none is offered"
+            f"the oracle did not win within {budget} steps from any of the {tries} hiding "
+            "place(s) tried, so none is offered"
         )
     found = Stages(stages, problem)
     try:

@@ -429,9 +429,10 @@ class AlfWorldEnv(ActionableEnv):
         first one lay. All in the game's own commands; the start observation then shows neither
         the object nor where it is. A
         candidate is kept only when each command is admissible, the task is not done on the
-        way, and the expert still wins from the state it makes. At most four, deterministic;
-        computed once per game (on a private copy) and cached next to it. Empty where no closed
-        receptacle can hold the object (:attr:`stage_problem` says why).
+        way, and the oracle still wins from the state it makes within the default budget (50
+        steps). At most four, deterministic; computed once per game (on a private copy) and
+        cached next to it. Empty where no closed receptacle can hold the object
+        (:attr:`stage_problem` says why).
         """
         if self._stages is None:
             found = cached_stages(self._built)
@@ -441,7 +442,7 @@ class AlfWorldEnv(ActionableEnv):
                 plan = lookup(self._built.key, start.fingerprint)
                 if plan is None:
                     plan = solve(self._parts, scratch, self._built, start, ())
-                found = find_stages(self._parts, scratch, self._built, plan)
+                found = find_stages(self._parts, scratch, self._built, plan, _DEFAULT_MAX_STEPS)
             self._stages, self._stage_problem = found.stages, found.problem
         return [[_act(command) for command in stage] for stage in self._stages]
 
