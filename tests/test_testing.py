@@ -457,14 +457,28 @@ def test_check_reset_field_types():
     assert "reset: expected a dict info, got list" in failures_of(e)
 
 
-def test_check_observe_matches_the_last_observation():
+def test_check_observe_after_reset_is_the_reset_observation():
     class Forgetful(FakeEnv):
         def observe(self):
             return "static"
 
-    with pytest.raises(ConformanceError, match="observe: expected observe\\(\\) after reset") as e:
+    with pytest.raises(ConformanceError, match="observe: expected observe\\(\\) after reset"):
         check_bridge(Forgetful)
-    assert any("after step 1 say(text='hello')" in f for f in failures_of(e))
+
+
+def test_check_observe_describes_the_state_without_changing_it():
+    class Counting(FakeEnv):
+        def observe(self):
+            if self.state["steps"]:
+                self.state["looks"] = self.state.get("looks", 0) + 1
+                return f"looked {self.state['looks']} times"
+            return super().observe()
+
+    with pytest.raises(ConformanceError) as e:
+        check_bridge(Counting)
+    failures = failures_of(e)
+    assert any("to describe the state the same way twice" in f for f in failures), failures
+    assert any("to change nothing; get_env_state() went from" in f for f in failures), failures
 
 
 def test_check_step_result_types():
