@@ -10,7 +10,11 @@ plain dict, a seed, a step budget) and the bridge and component registrations th
 The worker (:func:`run_worker_job`) builds each env from its spec, makes a fresh policy with
 ``policy_factory(seed)``, plays it with :func:`~envharness.rollout.loop.rollout` and sends back
 each trajectory as one line of JSON. So only specs, seeds, factories and JSON text are pickled,
-never a live env, model client or socket.
+never a live env, model client or socket. A worker process gets its job as bytes
+(:func:`pack_job`): the user's code — the policy factory and the runtime registrations — goes
+through ``cloudpickle``, so lambdas, closures and classes defined in a script or a notebook travel
+by value, and the plain data (requests, names, timeout) through the standard pickler, which is
+faster. What comes back is JSON text; nothing is unpickled from the rules sandbox, ever.
 
 A worker never raises because one rollout failed: a spec that cannot be built, a factory that
 raises, a policy or env that fails, each comes back as a trajectory with an ``end_reason`` and an
@@ -20,10 +24,11 @@ Runtime registrations: a bridge registered with :func:`envharness.register` or a
 :func:`~envharness.harness.spec.register_component` lives in the parent's memory only, and a
 process started by ``spawn`` or ``forkserver`` (or a Ray worker) does not see it.
 :meth:`Registrations.snapshot` copies those registrations into the job, and the worker replays
-them before it builds anything. A ``"module:Class"`` path (or a class defined at module level of
-an importable module) travels fine; a class defined inside a function does not pickle, and the
-executors refuse it with a clear error. Bridges published through the ``envharness.bridges``
-entry-point group need nothing: every process finds them.
+them before it builds anything. A ``"module:Class"`` path, a class of an importable module (by
+reference) and a class defined in a script or a function (by value, with ``cloudpickle``) all
+travel; a class that holds something no pickler can send (a lock, an open file) is refused by the
+executors with a clear error. Bridges published through the ``envharness.bridges`` entry-point
+group need nothing: every process finds them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import cloudpickle
 
 from envharness.errors import EnvHarnessError, ExecutorError, SpecError, TrajectoryError
 from envharness.harness.spec import HarnessSpec
@@ -52,6 +59,8 @@ __all__ = [
     "RolloutRequest",
     "WorkerJob",
     "failed_trajectory",
+    "pack_job",
+    "pack_user_code",
     "run_batch",
     "run_pickled_job",
     "run_rollouts",
@@ -309,35 +318,93 @@ def run_worker_job(job: WorkerJob) -> list[str]:
     return lines
 
 
-def run_pickled_job(payload: bytes) -> list[str]:
-    """:func:`run_worker_job` for a job pickled by the caller (what worker processes run).
+_JOB_FORMAT = "envharness-job/1"
 
-    Unpickling happens here rather than in the pool's own machinery, so a job the worker cannot
-    load (a factory whose module the worker cannot import, say) raises an ordinary error that
-    reaches the caller, instead of killing the worker and passing for a crash.
+
+def pack_user_code(policy_factory: PolicyFactory, registrations: Registrations | None) -> bytes:
+    """The user's part of a job (the factory and the registrations), pickled with cloudpickle.
+
+    It is the same for every job of a batch, so an executor packs it once and passes it to
+    :func:`pack_job`.
 
     Raises:
-        ExecutorError: If the job cannot be unpickled in this process.
+        Exception: Whatever ``cloudpickle`` raises for an object it cannot pickle (e.g.
+            ``TypeError`` for a lock or an open file).
+    """
+    return cloudpickle.dumps((policy_factory, registrations))
+
+
+def pack_job(job: WorkerJob, *, user_code: bytes | None = None) -> bytes:
+    """A job as bytes for a worker process (the argument of :func:`run_pickled_job`).
+
+    Args:
+        job: The job.
+        user_code: ``pack_user_code(job.policy_factory, job.registrations)`` if already made.
+
+    Example:
+        >>> from envharness.harness.spec import BridgeSpec
+        >>> from envharness.rollout.policies import OraclePolicy
+        >>> request = RolloutRequest(HarnessSpec(BridgeSpec("toy24", "1-1-4-6")), seed=0)
+        >>> job = WorkerJob((request,), lambda seed: OraclePolicy(1.0, seed=seed), "oracle")
+        >>> Trajectory.from_json(run_pickled_job(pack_job(job))[0]).success
+        True
+    """
+    if user_code is None:
+        user_code = pack_user_code(job.policy_factory, job.registrations)
+    return pickle.dumps(
+        (_JOB_FORMAT, user_code, job.requests, job.policy_name, job.step_timeout),
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+
+
+def _cannot_load(error: Exception) -> ExecutorError:
+    return ExecutorError(
+        f"a worker process cannot load its job: {type(error).__name__}: {error}. The policy "
+        "factory and runtime-registered bridges travel with cloudpickle: what is defined in the "
+        "calling script or notebook goes by value, but what is imported from a module goes by "
+        "reference, so that module must be importable in a fresh process (installed, or on "
+        "sys.path). Worker processes do not run the calling script (its "
+        "`if __name__ == '__main__':` guard is optional), so nothing may refer to __main__ by "
+        "name"
+    )
+
+
+def _unpack_job(payload: bytes) -> WorkerJob:
+    try:
+        outer = pickle.loads(payload)
+    except Exception as e:
+        raise _cannot_load(e) from None
+    if not (isinstance(outer, tuple) and len(outer) == 5 and outer[0] == _JOB_FORMAT):
+        raise ExecutorError(f"expected a job made by pack_job, got {type(outer).__name__}")
+    _, user_code, requests, policy_name, step_timeout = outer
+    try:
+        policy_factory, registrations = pickle.loads(user_code)
+    except Exception as e:
+        raise _cannot_load(e) from None
+    return WorkerJob(requests, policy_factory, policy_name, step_timeout, registrations)
+
+
+def run_pickled_job(payload: bytes) -> list[str]:
+    """:func:`run_worker_job` for a job packed by the caller with :func:`pack_job`.
+
+    This is what worker processes run. Unpickling happens here rather than in the pool's own
+    machinery, so a job the worker cannot load (a factory whose module the worker cannot import,
+    say) raises an ordinary error that reaches the caller, instead of killing the worker and
+    passing for a crash.
+
+    Raises:
+        ExecutorError: If the job cannot be unpickled in this process, or was not made by
+            :func:`pack_job`.
 
     Example:
         >>> from envharness.harness.spec import BridgeSpec
         >>> from envharness.rollout.policies import RandomPolicyFactory
         >>> request = RolloutRequest(HarnessSpec(BridgeSpec("toy24", "1-1-4-6")), seed=0)
-        >>> payload = pickle.dumps(WorkerJob((request,), RandomPolicyFactory(), "random"))
+        >>> payload = pack_job(WorkerJob((request,), RandomPolicyFactory(), "random"))
         >>> len(run_pickled_job(payload))
         1
     """
-    try:
-        job = pickle.loads(payload)
-    except Exception as e:
-        raise ExecutorError(
-            f"a worker process cannot load its job: {type(e).__name__}: {e}. The policy factory "
-            "and runtime-registered bridges must be importable in a fresh process (defined in "
-            "an importable module, not in __main__ of an interactive session)"
-        ) from None
-    if not isinstance(job, WorkerJob):
-        raise ExecutorError(f"expected a pickled WorkerJob, got {type(job).__name__}")
-    return run_worker_job(job)
+    return run_worker_job(_unpack_job(payload))
 
 
 # -- running batches -----------------------------------------------------------------------------

@@ -13,6 +13,9 @@
 Whatever the executor, a worker builds the env from the spec, makes the policy with
 ``policy_factory(seed)`` and plays with :func:`~envharness.rollout.loop.rollout`; the same spec,
 factory and seeds give the same trajectories on every executor (only the timing fields differ).
+Plain Python works with the default executor: the factory may be a lambda or a closure (process
+workers get it through ``cloudpickle``), and a script calling :func:`run_rollouts` needs no
+``if __name__ == "__main__":`` guard (process workers start without the caller's main module).
 
 Failures are recorded, not raised: a rollout whose env or policy fails ends with an ``end_reason``
 and an ``error``, and a worker process that dies (a segfault or ``os._exit`` in an env, the
@@ -38,14 +41,18 @@ import copy
 import logging
 import math
 import multiprocessing
+import multiprocessing.context
+import multiprocessing.spawn
 import os
 import pickle
-import sys
+import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
+
+import cloudpickle
 
 from envharness.errors import EnvHarnessError, ExecutorError
 from envharness.rollout.batch import (
@@ -53,6 +60,8 @@ from envharness.rollout.batch import (
     RolloutRequest,
     WorkerJob,
     failed_trajectory,
+    pack_job,
+    pack_user_code,
     run_batch,
     run_pickled_job,
     run_rollouts,
@@ -80,7 +89,8 @@ ExecutorKind = Literal["process", "thread", "inline"]
 _KINDS = ("process", "thread", "inline")
 _CHUNKS_PER_WORKER = 4  # a job is at most 1/4 of a worker's share of what is left
 _MAX_AUTO_CHUNK = 32  # beyond this, one lost worker costs many re-runs for little gain
-_FORKSERVER_PRELOAD = ["envharness.rollout.batch", "envharness.rollout.lifeline"]
+_FORKSERVER_PRELOAD = ["cloudpickle", "envharness.rollout.executors"]  # and all they import
+_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
 
 
 def default_workers() -> int:
@@ -292,7 +302,9 @@ class Executor(ABC):
 
         Args:
             requests: The rollouts to run.
-            policy_factory: ``factory(seed) -> Policy``, picklable for process and Ray workers.
+            policy_factory: ``factory(seed) -> Policy``; for process and Ray workers it must
+                pickle with cloudpickle (functions, lambdas and closures do; live clients,
+                locks and open files do not).
             policy_name: How trajectories record the policy; ``describe_policy(policy_factory)``
                 by default.
             step_timeout: Seconds the policy may take per action; ``None`` waits forever.
@@ -389,9 +401,10 @@ class Executor(ABC):
         except Exception as e:
             raise ExecutorError(
                 f"the policy factory {policy_factory!r} cannot be sent to the worker processes "
-                f"of {type(self).__name__} ({type(e).__name__}: {e}). Use a picklable factory "
-                "(a module-level class such as OraclePolicyFactory, or a ChatModelPolicyFactory "
-                "built from a model string), or run it in threads: LocalExecutor(kind='thread')."
+                f"of {type(self).__name__} ({type(e).__name__}: {e}). Use a factory that "
+                "pickles (a function, lambda or closure over plain values, a class such as "
+                "OraclePolicyFactory, or a ChatModelPolicyFactory built from a model string), "
+                "or run it in threads: LocalExecutor(kind='thread')."
             ) from e
         snapshot = Registrations.snapshot()
         used_bridges = {request.spec["bridge"]["name"] for request in requests}
@@ -408,9 +421,9 @@ class Executor(ABC):
                     if name in used:
                         raise ExecutorError(
                             f"{kind} {name!r} is registered as {target!r}, which cannot be sent "
-                            f"to worker processes ({type(e).__name__}: {e}); define the class "
-                            "at module level and register it by its 'module:Class' path, or "
-                            "run in threads: LocalExecutor(kind='thread')"
+                            f"to worker processes ({type(e).__name__}: {e}); register it by "
+                            "its 'module:Class' path, or run in threads: "
+                            "LocalExecutor(kind='thread')"
                         ) from e
                     _log.debug("not sending %s %r to the workers: %s", kind, name, e)
                     drop.append(name)
@@ -443,36 +456,83 @@ def _all_results(results: list[Trajectory | None]) -> list[Trajectory]:
     return [trajectory for trajectory in results if trajectory is not None]
 
 
-def _process_context() -> multiprocessing.context.BaseContext:
-    """``forkserver`` with the rollout modules preloaded where it exists, else ``spawn``."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_FORKSERVER_PRELOAD)
-        return context
-    return multiprocessing.get_context("spawn")
+_LAUNCH_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _main_file_hidden_if_missing() -> Iterator[None]:
-    """Hides a ``__main__.__file__`` that names no real file while worker processes start.
+def _preparing_without_main() -> Iterator[None]:
+    """Leaves the caller's main module out of the processes this thread starts meanwhile.
 
-    ``forkserver`` and ``spawn`` workers re-run the caller's main file first. For a script read
-    from standard input (``python -``) that "file" is ``<stdin>``, which does not exist, and every
-    worker would die at start; the rollout workers never need the caller's main module.
+    A ``spawn`` or ``forkserver`` child first runs the preparation data its parent sends, which
+    names the parent's ``__main__`` (a script's path, or a module run with ``-m``), and re-runs
+    it as ``__mp_main__``. A script without an ``if __name__ == "__main__":`` guard would then
+    start a pool of its own in every worker, which multiprocessing stops with its "bootstrapping
+    phase" error; a script read from standard input names ``<stdin>``, which does not exist.
+    Rollout workers never need the caller's main module (the user's code reaches them by value,
+    through cloudpickle), so, as loky does, they start without it. Only the preparation data made
+    in this thread is changed, and ``multiprocessing.spawn`` is restored afterwards, so processes
+    that other threads start at the same moment are untouched.
     """
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if main is None or path is None or getattr(main, "__spec__", None) is not None:
-        yield
-        return
-    if os.path.exists(path):
-        yield
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = path
+    with _LAUNCH_LOCK:
+        original = multiprocessing.spawn.get_preparation_data
+        launcher = threading.get_ident()
+
+        def without_main(name: str) -> dict[str, Any]:
+            data = original(name)
+            if threading.get_ident() == launcher:
+                for key in _MAIN_KEYS:
+                    data.pop(key, None)
+            return data
+
+        multiprocessing.spawn.get_preparation_data = without_main
+        try:
+            yield
+        finally:
+            if multiprocessing.spawn.get_preparation_data is without_main:
+                multiprocessing.spawn.get_preparation_data = original
+
+
+class _SpawnWorker(multiprocessing.context.SpawnProcess):
+    """A ``spawn`` process that starts without the caller's main module."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with _preparing_without_main():
+            return multiprocessing.context.SpawnProcess._Popen(process_obj)
+
+
+class _SpawnContext(multiprocessing.context.SpawnContext):
+    Process = _SpawnWorker
+
+
+_ForkServerContext: type[multiprocessing.context.BaseContext] | None = None
+if hasattr(multiprocessing.context, "ForkServerProcess"):  # not on Windows
+
+    class _ForkServerWorker(multiprocessing.context.ForkServerProcess):
+        """A ``forkserver`` process that starts without the caller's main module."""
+
+        @staticmethod
+        def _Popen(process_obj: Any) -> Any:
+            with _preparing_without_main():
+                return multiprocessing.context.ForkServerProcess._Popen(process_obj)
+
+    class _ForkServerContextWithoutMain(multiprocessing.context.ForkServerContext):
+        Process = _ForkServerWorker
+
+    _ForkServerContext = _ForkServerContextWithoutMain
+
+
+def _process_context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` with the rollout modules preloaded where it exists, else ``spawn``.
+
+    Either way the workers start without the caller's main module (see
+    :func:`_preparing_without_main`).
+    """
+    if _ForkServerContext is not None and "forkserver" in multiprocessing.get_all_start_methods():
+        context = _ForkServerContext()
+        context.set_forkserver_preload(_FORKSERVER_PRELOAD)
+        return context
+    return _SpawnContext()
 
 
 def _completed(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -495,9 +555,12 @@ class LocalExecutor(Executor):
       copies its page tables and inherits its threads, locks and CUDA or client state, which is
       slow and unsafe. On this project's 2-CPU test machine a 2-worker pool was ready in about
       0.25 s for the first pool (the forkserver start) and 0.02 s for later ones, against
-      0.45-0.6 s every time with ``spawn``. The policy factory must pickle: a factory holding a
-      live model object raises :class:`~envharness.errors.ExecutorError` before anything runs.
-      Requests go to the workers in chunks (see ``chunksize``) so that cheap episodes are not
+      0.45-0.6 s every time with ``spawn``. The workers do not run the caller's main script
+      (as with loky), so a script needs no ``if __name__ == "__main__":`` guard, and one read
+      from standard input or a notebook works too. The policy factory travels with
+      ``cloudpickle``: a lambda or a closure works, while a factory holding a live model object,
+      a lock or an open file raises :class:`~envharness.errors.ExecutorError` before anything
+      runs. Requests go to the workers in chunks (see ``chunksize``) so that cheap episodes are not
       dominated by inter-process messaging.
     - ``kind="thread"``: a thread pool, for I/O-bound LLM policies: nothing is pickled, so a
       :class:`~envharness.rollout.chat.ChatModelPolicyFactory` built on a model object works.
@@ -556,6 +619,7 @@ class LocalExecutor(Executor):
         )
         self._workers = 1 if self.kind == "inline" else count
         self._pool: concurrent.futures.Executor | None = None
+        self._packed: tuple[PolicyFactory, Registrations | None, bytes] | None = None
 
     @property
     def workers(self) -> int:
@@ -569,6 +633,42 @@ class LocalExecutor(Executor):
 
     def _max_chunk(self) -> int:
         return super()._max_chunk() if self.kind == "process" else 1
+
+    def _dumps(self, value: Any) -> bytes:
+        return cloudpickle.dumps(value)
+
+    def _user_code(self, job: WorkerJob) -> bytes:
+        """The job's factory and registrations, packed once per batch (every job shares them)."""
+        packed = self._packed
+        if (
+            packed is None
+            or packed[0] is not job.policy_factory
+            or packed[1] is not job.registrations
+        ):
+            code = pack_user_code(job.policy_factory, job.registrations)
+            packed = self._packed = (job.policy_factory, job.registrations, code)
+        return packed[2]
+
+    def run(
+        self,
+        requests: Sequence[RolloutRequest],
+        policy_factory: PolicyFactory,
+        *,
+        policy_name: str | None = None,
+        step_timeout: float | None = None,
+        on_result: Callable[[int, Trajectory], None] | None = None,
+    ) -> list[Trajectory]:
+        """Runs every request; see :meth:`Executor.run`."""
+        try:
+            return super().run(
+                requests,
+                policy_factory,
+                policy_name=policy_name,
+                step_timeout=step_timeout,
+                on_result=on_result,
+            )
+        finally:
+            self._packed = None  # keep no reference to the user's factory between batches
 
     def _max_in_flight(self) -> int:
         return 1 if self.kind == "inline" else super()._max_in_flight()
@@ -600,8 +700,7 @@ class LocalExecutor(Executor):
             raise ExecutorError(f"{self!r} has no running pool")
         try:
             if self.kind == "process":
-                with _main_file_hidden_if_missing():  # workers are launched on submit
-                    return pool.submit(run_pickled_job, pickle.dumps(job))
+                return pool.submit(run_pickled_job, pack_job(job, user_code=self._user_code(job)))
             return pool.submit(run_worker_job, job)
         except BrokenProcessPool as e:  # broke between two submissions: a loss like any other
             future: concurrent.futures.Future[list[str]] = concurrent.futures.Future()

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
+import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from worker_fakes import (
@@ -23,12 +27,14 @@ from envharness.rollout.batch import (
     RolloutRequest,
     WorkerJob,
     failed_trajectory,
+    pack_job,
     run_batch,
+    run_pickled_job,
     run_rollouts,
     run_worker_job,
 )
-from envharness.rollout.executors import LocalExecutor, default_workers
-from envharness.rollout.policies import OraclePolicyFactory, RandomPolicyFactory
+from envharness.rollout.executors import LocalExecutor, _preparing_without_main, default_workers
+from envharness.rollout.policies import OraclePolicy, OraclePolicyFactory, RandomPolicyFactory
 from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import Trajectory
 
@@ -286,12 +292,29 @@ def test_a_factory_that_returns_no_policy_is_recorded():
     assert batch[0].error.startswith("TypeError: the policy factory returned object")
 
 
-def test_an_unpicklable_factory_is_refused_by_processes_and_runs_on_threads():
-    def factory(seed):
-        return OraclePolicyFactory(1.0)(seed)
+def test_a_closure_or_a_lambda_factory_runs_on_processes(pool):
+    skill = 1.0
 
-    with pytest.raises(ExecutorError, match="cannot be sent to the worker processes"):
+    def factory(seed):
+        return OraclePolicy(skill, seed=seed)
+
+    closure = run_rollouts(toy(), factory, 3, executor=pool)
+    lambdas = run_rollouts(toy(), lambda seed: OraclePolicy(skill, seed=seed), 3, executor=pool)
+    inline = run_rollouts(toy(), factory, 3, executor=LocalExecutor(1))
+    assert [comparable(t) for t in closure] == [comparable(t) for t in inline]
+    assert [t.success for t in lambdas] == [True, True, True]
+
+
+def test_an_unpicklable_factory_is_refused_by_processes_and_runs_on_threads():
+    lock = threading.Lock()  # no pickler sends a lock
+
+    def factory(seed):
+        with lock:
+            return OraclePolicyFactory(1.0)(seed)
+
+    with pytest.raises(ExecutorError, match="cannot be sent to the worker processes") as raised:
         run_rollouts(toy(), factory, 2, executor=LocalExecutor(2, "process"))
+    assert "lock" in str(raised.value) and "kind='thread'" in str(raised.value)
     with LocalExecutor(2, "thread") as threads:
         batch = run_rollouts(toy(), factory, 2, executor=threads)
     assert all(t.success for t in batch) and {t.policy for t in batch} == {"function"}
@@ -307,19 +330,36 @@ def test_a_chat_model_object_is_refused_by_processes():
         run_rollouts(toy(), factory, 1, executor=LocalExecutor(2, "process"))
 
 
-def test_a_bridge_class_defined_in_a_function_is_refused_by_processes():
+def test_a_bridge_class_defined_in_a_function_runs_on_processes(pool):
     class LocalToy(CrashingToy24):
         bridge_name = "local_toy"
 
     register("local_toy", LocalToy)
     try:
         spec = HarnessSpec(BridgeSpec("local_toy", "4-4-10-10"))
-        with pytest.raises(ExecutorError, match="bridge 'local_toy' is registered as"):
-            run_rollouts(spec, OraclePolicyFactory(1.0), 1, executor=LocalExecutor(2, "process"))
+        batch = run_rollouts(spec, OraclePolicyFactory(1.0), 2, executor=pool)
+        assert [t.success for t in batch] == [True, True]
+        assert {t.bridge for t in batch} == {"local_toy"}
+    finally:
+        registry._REGISTERED.pop("local_toy", None)
+
+
+def test_a_bridge_class_that_cannot_pickle_is_refused_by_processes(pool):
+    class LockedToy(CrashingToy24):
+        bridge_name = "locked_toy"
+        guard = threading.Lock()  # the class pickles by value, and its lock cannot
+
+    register("locked_toy", LockedToy)
+    try:
+        spec = HarnessSpec(BridgeSpec("locked_toy", "4-4-10-10"))
+        with pytest.raises(ExecutorError, match="bridge 'locked_toy' is registered as"):
+            run_rollouts(spec, OraclePolicyFactory(1.0), 1, executor=pool)
+        other = run_rollouts(toy(), OraclePolicyFactory(1.0), 1, executor=pool)
+        assert other[0].success  # an unused registration that cannot travel is left behind
         batch = run_rollouts(spec, OraclePolicyFactory(1.0), 1, executor=LocalExecutor(1))
         assert batch[0].success
     finally:
-        registry._REGISTERED.pop("local_toy", None)
+        registry._REGISTERED.pop("locked_toy", None)
 
 
 @pytest.mark.parametrize(
@@ -414,28 +454,82 @@ def test_failed_trajectory_names_the_request():
     assert failed.spec == RolloutRequest(toy(), 5).spec and failed.policy == "random"
 
 
-def test_process_workers_start_from_a_script_read_from_stdin(tmp_path):
-    # multiprocessing re-runs the caller's main file in each worker; for `python -` that is
-    # "<stdin>", which does not exist. The executor must not let every worker die of it.
-    import subprocess
-    import sys
+def test_run_pickled_job_plays_a_packed_lambda_and_refuses_anything_else():
+    job = WorkerJob((RolloutRequest(toy(), 0),), lambda seed: OraclePolicy(1.0, seed=seed), "l")
+    (line,) = run_pickled_job(pack_job(job))
+    assert Trajectory.from_json(line).success
+    plain = WorkerJob((RolloutRequest(toy(), 0),), OraclePolicyFactory(1.0), "oracle")
+    with pytest.raises(ExecutorError, match="expected a job made by pack_job, got WorkerJob"):
+        run_pickled_job(pickle.dumps(plain))
+    with pytest.raises(ExecutorError, match="cannot load its job: UnpicklingError"):
+        run_pickled_job(b"not a pickle")
 
-    script = (
-        "from envharness.harness.spec import BridgeSpec, HarnessSpec\n"
-        "from envharness.rollout import LocalExecutor, OraclePolicyFactory, run_rollouts\n"
-        "spec = HarnessSpec(BridgeSpec('toy24', '4-4-10-10'))\n"
-        "with LocalExecutor(2, 'process') as ex:\n"
-        "    ts = run_rollouts(spec, OraclePolicyFactory(1.0), 3, executor=ex)\n"
-        "print(sorted({t.end_reason for t in ts}))\n"
-    )
+
+def test_workers_start_without_main_only_for_the_launching_thread():
+    import multiprocessing.spawn
+
+    original = multiprocessing.spawn.get_preparation_data
+    seen = {}
+
+    def other_thread():
+        seen["other"] = multiprocessing.spawn.get_preparation_data("x")
+
+    with _preparing_without_main():
+        seen["mine"] = multiprocessing.spawn.get_preparation_data("x")
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    assert multiprocessing.spawn.get_preparation_data is original
+    assert seen["other"] == original("x")
+    main_keys = {"init_main_from_path", "init_main_from_name"}
+    assert not main_keys & set(seen["mine"])
+    assert {k: v for k, v in original("x").items() if k not in main_keys} == seen["mine"]
+
+
+# -- scripts without a main guard ---------------------------------------------------------------
+
+# No `if __name__ == "__main__":` guard, a closure factory and the default executor, as a newcomer
+# writes it. A worker that re-ran this file would print MAIN RAN again, or die of
+# multiprocessing's "bootstrapping phase" error.
+UNGUARDED = """\
+print("MAIN RAN", flush=True)
+from envharness.harness.spec import BridgeSpec, HarnessSpec
+from envharness.rollout import LocalExecutor, OraclePolicy, run_rollouts
+
+skill = 1.0
+spec = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+
+
+class Factory:  # a class of the script itself
+    def __call__(self, seed):
+        return OraclePolicy(skill, seed=seed)
+
+
+batch = run_rollouts(spec, lambda seed: OraclePolicy(skill, seed=seed), 4)
+print([t.success for t in batch])
+with LocalExecutor(2, "process") as executor:
+    for factory in (lambda seed: OraclePolicy(skill, seed=seed), Factory()):
+        batch = run_rollouts(spec, factory, 4, executor=executor)
+        print([t.success for t in batch])
+"""
+
+
+@pytest.mark.parametrize("how", ["path", "module", "stdin"])
+def test_an_unguarded_script_with_a_closure_factory_runs_on_processes(tmp_path, how):
+    (tmp_path / "user_script.py").write_text(UNGUARDED)
+    args = {"path": ["user_script.py"], "module": ["-m", "user_script"], "stdin": ["-"]}[how]
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     out = subprocess.run(
-        [sys.executable, "-"],
-        input=script,
+        [sys.executable, *args],
+        input=UNGUARDED if how == "stdin" else None,
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=120,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=180,
         check=False,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['terminated']", out.stdout + out.stderr
+    assert "bootstrapping" not in out.stderr and "worker process died" not in out.stderr
+    assert out.stdout.splitlines() == ["MAIN RAN", *["[True, True, True, True]"] * 3], out.stdout
