@@ -57,6 +57,8 @@ from envharness.errors import (
 
 __all__ = ["GameSettings", "TextWorldEnv", "default_cache_dir", "ensure_game"]
 
+_MAX_LISTED = 25  # admissible commands named when a command is not one of them
+
 _BRIDGE = "textworld"
 _NAME = "TextWorldEnv"
 _DEFAULT_MAX_STEPS = 50
@@ -579,9 +581,12 @@ class TextWorldEnv(ActionableEnv):
         self._observation = _tidy(state["feedback"] or "") or "(The game gives no answer.)"
         info: dict[str, Any] = {}
         if command.lower() not in before.admissible:
+            listed = sorted(before.admissible)[:_MAX_LISTED]
+            more = len(before.admissible) - len(listed)
+            tail = f" (and {more} more)" if more else ""
             info["invalid_action"] = (
-                f"{command!r} is not one of the admissible commands in this state "
-                "(see admissible_commands); the game's answer is the observation"
+                f"{command!r} is not one of the admissible commands in this state; they were: "
+                f"{'; '.join(listed)}{tail}"
             )
         reward = float(view.score - before.score)
         return StepResult(self._observation, reward, self._terminated, False, info)

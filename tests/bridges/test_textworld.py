@@ -216,6 +216,9 @@ def test_game_answers_invalid_commands(make):
     result = env.step(act("xyzzy"))
     assert result.observation == "That's not a verb I recognise."
     assert "not one of the admissible commands" in result.info["invalid_action"]
+    assert "see admissible_commands" not in result.info["invalid_action"]
+    admissible = env.get_env_state()["admissible_commands"]
+    assert all(command in result.info["invalid_action"] for command in sorted(admissible)[:3])
     assert (result.reward, result.terminated) == (0.0, False)
     result = env.step(act("take keycard"))  # the keycard is in another room
     assert "can't see" in result.observation and "invalid_action" in result.info
