@@ -90,6 +90,11 @@ class Link(EnvHarness):
 
     The agent sees the union of both envs' tools; a tool the active env lacks is answered with
     feedback. Rewards and end flags come from the active env; the first env's end is masked.
+    Rewards always agree with :meth:`evaluate`, which needs both verifiers: once the composite
+    task can no longer succeed (part 1 handed over unsolved: a failure branch, an early switch,
+    a sequential first part that ended in failure; or, interleaved, a task that ended
+    unsolved), the rewards that follow are withheld (``0.0``; the bridge's own value is in
+    ``info["link_withheld_reward"]``).
 
     Args:
         first: The env played first (the stack below this component).
@@ -152,6 +157,7 @@ class Link(EnvHarness):
         self._seed: int | None = None
         self._stage_steps = 0
         self._ended: set[int] = set()
+        self._lost = False  # the composite task can no longer succeed
 
     @property
     def first(self) -> ActionableEnv:
@@ -250,6 +256,7 @@ class Link(EnvHarness):
         self._seed = seed
         self._stage_steps = 0
         self._ended = set()
+        self._lost = False
         self._second = None
         observation, info = self.env.reset(seed=seed)
         self._active = self.env
@@ -263,7 +270,12 @@ class Link(EnvHarness):
         return observation, {**info, "link_stage": "first"}
 
     def _step(self, action: Action) -> StepResult:
-        return self._route(action)
+        result = self._route(action)
+        if self._lost and result.reward != 0.0 and "handover" not in result.info:
+            # The composite verdict is already a failure: a reward now would contradict it.
+            info = {**result.info, "link_withheld_reward": result.reward}
+            return result._replace(reward=0.0, info=info)
+        return result
 
     def _route(self, action: Action) -> StepResult:
         active = self._active
@@ -288,8 +300,10 @@ class Link(EnvHarness):
         return result
 
     def _hand_over(self, result: StepResult) -> StepResult:
+        first_won = self.env.evaluate().success
+        self._lost = not first_won
         if self.mode == "branch":
-            outcome = "success" if self.env.evaluate().success else "failure"
+            outcome = "success" if first_won else "failure"
             second = self.branches[outcome]
         else:
             outcome = "next"
@@ -311,6 +325,8 @@ class Link(EnvHarness):
         index = 0 if self._active is self.env else 1
         if result.terminated or result.truncated:
             self._ended.add(index)
+            if not envs[index].evaluate().success:
+                self._lost = True
         if len(self._ended) == 2:
             return result._replace(info={**result.info, "link_stage": "done"})
         label = "AB"[index]

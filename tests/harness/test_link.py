@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from conftest import SOLVE_4_4_10_10, combine
 
-from envharness import Action, BridgeError, SpecError, ToolSpec
+from envharness import Action, BridgeError, SpecError, StepResult, ToolSpec
 from envharness.harness import HandoverCondition, Link
 from envharness.testing import FakeEnv
 
@@ -210,3 +210,63 @@ def test_save_and_restore_mid_second_part(make_toy):
     assert restored.get_env_state() == env.get_env_state()
     assert restored.step(SOLVE_3_3_8_8[1]) == env.step(SOLVE_3_3_8_8[1])
     restored.close()
+
+
+SOLVE_1_1_4_6 = [combine("4", "*", "6"), combine("24", "*", "1"), combine("24", "*", "1")]
+
+
+def _ends_unsolved(env, action):
+    """A FakeEnv step that ends the episode without the task done."""
+    return StepResult("The room collapses. You failed.", 0.0, True, False, {})
+
+
+def _lost_links(make_toy):
+    """Links whose composite verdict is a failure although the part played last is solved."""
+    yield (
+        "switch, handed over before part 1 was solved",
+        Link(make_toy(), make_toy("3-3-8-8"), "switch", condition={"after_steps": 1}),
+        [combine("4", "+", "4"), *SOLVE_3_3_8_8],
+    )
+    yield (
+        "branch, the failure branch",
+        Link(
+            make_toy(),
+            {"success": make_toy("3-3-8-8"), "failure": make_toy("1-1-4-6")},
+            "branch",
+            condition={"after_steps": 1},
+        ),
+        [combine("4", "+", "4"), *SOLVE_1_1_4_6],
+    )
+    yield (
+        "sequential, part 1 ended unsolved",
+        Link(FakeEnv(step_fn=_ends_unsolved), make_toy("3-3-8-8"), "sequential"),
+        [Action("noop"), *SOLVE_3_3_8_8],
+    )
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_rewards_never_contradict_a_failed_composite_verdict(make_toy, case):
+    name, env, moves = list(_lost_links(make_toy))[case]
+    env.reset(seed=0)
+    results = play(env, moves)
+    assert results[-1].terminated, name
+    assert not env.evaluate().success, name
+    after = [r for r in results if "handover" not in r.info]
+    assert all(r.reward == 0.0 for r in after[-3:]), name  # the solved part 2 pays nothing
+    assert results[-1].info["link_withheld_reward"] == 1.0, name  # the bridge's own reward
+
+
+def test_interleaved_rewards_are_withheld_once_a_task_ended_unsolved(make_toy):
+    env = Link(FakeEnv(step_fn=_ends_unsolved), make_toy("3-3-8-8"), "interleave")
+    env.reset(seed=0)
+    results = play(env, [Action("noop"), *SOLVE_3_3_8_8])
+    assert results[-1].terminated and not env.evaluate().success
+    assert results[-1].reward == 0.0 and results[-1].info["link_withheld_reward"] == 1.0
+
+
+def test_a_won_composite_keeps_every_reward(make_toy):
+    env = Link(make_toy(), make_toy("3-3-8-8"))
+    env.reset(seed=0)
+    results = play(env, [*SOLVE_4_4_10_10, *SOLVE_3_3_8_8])
+    assert env.evaluate().success and results[-1].reward == 1.0
+    assert not any("link_withheld_reward" in r.info for r in results)
