@@ -7,14 +7,16 @@ chains two envs into one episode, and ``HarnessSpec`` serializes a stack.
 from __future__ import annotations
 
 from envharness.harness.base import EnvHarness
-from envharness.harness.link import HandoverCondition, Link
+from envharness.harness.link import HandoverCondition, Link, LinkMode
 from envharness.harness.rules import Rules
 from envharness.harness.setups import Setups
 from envharness.harness.spec import (
+    SPEC_VERSION,
     BridgeSpec,
     ComponentSpec,
     HarnessSpec,
     Lineage,
+    component_types,
     register_component,
 )
 
@@ -23,12 +25,15 @@ __all__ = [
     "EnvHarness",
     "HandoverCondition",
     "Link",
+    "LinkMode",
     "Rules",
     "Setups",
     # specs
+    "SPEC_VERSION",
     "BridgeSpec",
     "ComponentSpec",
     "HarnessSpec",
     "Lineage",
+    "component_types",
     "register_component",
 ]

@@ -2,8 +2,9 @@
 
 - :mod:`~envharness.rollout.policy`: the ``Policy`` protocol (``start`` then ``act``).
 - :mod:`~envharness.rollout.policies`: offline policies (scripted, random, calibrated oracle).
-- :mod:`~envharness.rollout.chat`: ``ChatModelPolicy`` over any LangChain chat model (imported
-  lazily: this package does not need LangChain).
+- :mod:`~envharness.rollout.chat`: ``ChatModelPolicy`` over any LangChain chat model, its
+  ``ChatModelPolicyFactory`` and ``ContextLimits`` (exported here, imported on first use: this
+  package does not need LangChain).
 - :mod:`~envharness.rollout.loop`: ``rollout(env, policy)`` → :class:`Trajectory`.
 - :mod:`~envharness.rollout.stats`: ``RolloutStats`` over K trajectories (what EnvRigger decides
   from).
@@ -21,15 +22,20 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from envharness.errors import DependencyNotInstalled
 from envharness.rollout.batch import RolloutRequest, run_batch, run_rollouts
-from envharness.rollout.executors import Executor, LocalExecutor, default_workers
+from envharness.rollout.executors import Executor, LocalExecutor, WorkerLost, default_workers
 from envharness.rollout.factory import POLICY_FORMS, policy_factory
 from envharness.rollout.loop import invalid_action_feedback, rollout
 from envharness.rollout.policies import (
+    OnExhausted,
     OraclePolicy,
     OraclePolicyFactory,
     RandomPolicy,
     RandomPolicyFactory,
+    Script,
     ScriptedPolicy,
     ScriptedPolicyFactory,
     load_script,
@@ -54,8 +60,16 @@ from envharness.rollout.stats import (
 from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import END_REASONS, EndReason, Step, Trajectory
 
+if TYPE_CHECKING:
+    from envharness.rollout.chat import ChatModelPolicy, ChatModelPolicyFactory
+    from envharness.rollout.chat_context import ContextLimits
+
 __all__ = [
     # policies
+    "ChatModelPolicy",
+    "ChatModelPolicyFactory",
+    "ContextLimits",
+    "OnExhausted",
     "OraclePolicy",
     "OraclePolicyFactory",
     "POLICY_FORMS",
@@ -65,6 +79,7 @@ __all__ = [
     "RandomPolicy",
     "RandomPolicyFactory",
     "ScriptedPolicy",
+    "Script",
     "ScriptedPolicyFactory",
     "TokenUsage",
     "describe_policy",
@@ -90,9 +105,39 @@ __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "RolloutRequest",
+    "WorkerLost",
     "default_workers",
     "run_batch",
     "run_rollouts",
     # storage
     "RunStore",
 ]
+
+_LAZY = {
+    "ChatModelPolicy": "envharness.rollout.chat",
+    "ChatModelPolicyFactory": "envharness.rollout.chat",
+    "ContextLimits": "envharness.rollout.chat_context",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Imports the chat-model policy (the LangChain side of rollouts) on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    try:
+        module = importlib.import_module(_LAZY[name])
+    except ImportError as e:
+        if e.name is not None and e.name.split(".")[0] in ("langchain_core", "pydantic"):
+            raise DependencyNotInstalled(
+                "langchain-core", "rigger", purpose=f"envharness.rollout.{name}"
+            ) from e
+        raise
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
