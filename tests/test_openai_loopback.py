@@ -27,9 +27,17 @@ from envharness.testing.openai_server import (
     rate_limited,
 )
 
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # sys.modules holds None for it: imports of it fail
+        return False
+
+
 needs_openai = pytest.mark.skipif(
-    importlib.util.find_spec("langchain_openai") is None,
-    reason="langchain-openai is not installed (pip install 'envharness[openai]')",
+    not (_installed("langchain_openai") and _installed("langchain")),
+    reason="needs langchain-openai and langchain (pip install 'envharness[openai,rigger]')",
 )
 
 TASK = "1-1-1-8"  # the first task of Toy24's train split
@@ -302,7 +310,15 @@ def rig_model(request: ChatRequest):
 @needs_openai
 def test_rig_drives_policy_diagnoser_and_designer_through_the_real_client(tmp_path):
     run_dir = tmp_path / "rig"
-    with OpenAIServer(rig_model) as server:
+    limited: list[ChatRequest] = []
+
+    def model(request: ChatRequest):
+        if request.tool_names == ["report_diagnosis"] and not limited:
+            limited.append(request)
+            return rate_limited(0.1)  # the diagnoser's client retries too
+        return rig_model(request)
+
+    with OpenAIServer(model) as server:
         result = cli(
             "rig", "toy24", "--tasks", 1, "--policy", "openai:policy-model",
             "--designer", "openai:designer-model", "--objective", "sr:0.3-0.65",
@@ -314,7 +330,8 @@ def test_rig_drives_policy_diagnoser_and_designer_through_the_real_client(tmp_pa
     assert "designer openai:designer-model" in result.stderr
     assert re.search(rf"{TASK}: (accepted|rejected|undecided)", result.stderr), result.stderr
     chats = server.chat_requests
-    assert all(r.status == 200 for r in chats)
+    assert [r.status for r in chats].count(429) == 1 and limited[0].status == 429
+    chats = [r for r in chats if r.status == 200]
     by_model = {r.model for r in chats}
     assert by_model == {"policy-model", "designer-model"}
     diagnoser = [r for r in chats if r.tool_names == ["report_diagnosis"]]
@@ -344,3 +361,58 @@ def test_rig_drives_policy_diagnoser_and_designer_through_the_real_client(tmp_pa
     assert len(played) >= 4 and all(t["usage"]["total_tokens"] > 0 for t in played)
     with_head_start = [t for t in played if t["spec"]["components"]]
     assert with_head_start and all(len(t["steps"]) == 2 for t in with_head_start)
+
+
+@pytest.mark.slow  # worker processes start and import langchain-openai (~15 s on 2 CPUs)
+@needs_openai
+def test_worker_processes_find_the_server_through_the_environment(tmp_path):
+    run_dir = tmp_path / "run"
+    with OpenAIServer(solver) as server:
+        result = cli(
+            "rollout", "toy24", "--tasks", 2, "--k", 1, "--workers", 2, "--executor", "local",
+            "--policy", "openai:local-model", "--out", run_dir,
+            server=server,
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    played = trajectories(run_dir)
+    assert len(played) == 2 and all(t["evaluation"]["success"] for t in played)
+    assert {t["task_id"] for t in played} == {TASK, "1-1-1-11"}
+    assert all(r.status == 200 for r in server.chat_requests)
+
+
+@needs_openai
+def test_policy_and_designer_on_two_servers_through_the_python_api(tmp_path):
+    """Without the environment variables: each model string gets its own base_url."""
+    from envharness.graph import RiggerContext
+    from envharness.graph.designer.models import resolve_model
+    from envharness.graph.run import rig
+    from envharness.rollout.chat import ChatModelPolicyFactory
+
+    with (
+        OpenAIServer(solver, api_key="policy-key") as policy_server,
+        OpenAIServer(rig_model, api_key="designer-key") as designer_server,
+    ):
+        policy = ChatModelPolicyFactory(
+            "openai:policy-model",
+            model_kwargs={"base_url": policy_server.base_url, "api_key": "policy-key"},
+        )
+        designer = resolve_model(
+            "openai:designer-model", base_url=designer_server.base_url, api_key="designer-key"
+        )
+        context = RiggerContext(
+            run_dir=str(tmp_path / "rig"),
+            policy=policy,
+            designer=designer,
+            objective="sr:0.3-0.65",
+            k_observe=2,
+            k_validate=2,
+            max_iterations=1,
+            max_rollouts=4,
+        )
+        (result,) = rig("toy24", [TASK], context)
+    assert result.status in ("accepted", "rejected", "undecided"), result.reason
+    assert {r.model for r in policy_server.chat_requests} == {"policy-model"}
+    assert {r.model for r in designer_server.chat_requests} == {"designer-model"}
+    assert all(r.status == 200 for r in policy_server.requests + designer_server.requests)
+    tools = [tuple(r.tool_names[:1]) for r in designer_server.chat_requests]
+    assert tools == [("report_diagnosis",), ("get_tool_schemas",), ("get_tool_schemas",)]

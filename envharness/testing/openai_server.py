@@ -46,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -116,8 +117,7 @@ def malformed(body: str = '{"id": "chatcmpl-broken", "choices": [') -> Reply:
 
 def delayed(seconds: float, reply: Any = "(late reply)") -> Reply:
     """``reply`` (any script entry but a callable) sent after ``seconds``."""
-    base = _as_reply(reply)
-    return Reply(**{**base.__dict__, "delay": float(seconds)})
+    return dataclasses.replace(_as_reply(reply), delay=float(seconds))
 
 
 @dataclass
@@ -195,8 +195,8 @@ class OpenAIServer:
     """A scripted OpenAI-compatible chat completions API on an ephemeral 127.0.0.1 port.
 
     Use it as a context manager (or call :meth:`start` and :meth:`close`). Only loopback is
-    served. Requests are answered concurrently; a delayed reply ends early when the server
-    closes.
+    served. Requests are answered concurrently; a delayed reply is dropped (the connection
+    closed unanswered) when the server closes first.
 
     Args:
         script: The replies: a list (one entry per chat completion request) or a callable

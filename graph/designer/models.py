@@ -25,7 +25,10 @@ def resolve_model(spec: str | BaseChatModel, **model_kwargs: Any) -> BaseChatMod
         spec: ``"provider:model"`` (e.g. ``"google_genai:gemini-2.5-flash"``) or a LangChain chat
             model, returned as is.
         **model_kwargs: Extra ``init_chat_model`` arguments (with a string only), e.g.
-            ``temperature=0``.
+            ``temperature=0``, or ``base_url="http://localhost:8000/v1"`` and ``api_key`` for an
+            ``openai:NAME`` model on an OpenAI-compatible server (vLLM, llama.cpp, Ollama); the
+            ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` environment variables do the same for
+            every ``openai:`` model string, the CLI's included.
 
     Raises:
         DependencyNotInstalled: The provider's package is missing and an envharness extra
