@@ -88,6 +88,7 @@ class Rules(EnvHarness):
         self._sandbox = RulesSandbox(apply_knobs(rules_code, self.knobs), limits=limits)
         self._session: RulesSession | None = None
         self._observation: str | None = None
+        self._after_step = False  # whether the session has modify_transition/filter_observation
 
     @property
     def hooks(self) -> frozenset[str]:
@@ -127,6 +128,7 @@ class Rules(EnvHarness):
         self._end_session()
         self._observation = None
         self._session = self._sandbox.start_episode(seed)
+        self._after_step = bool(self._session.hooks & {"modify_transition", "filter_observation"})
         observation, info = self.env.reset(seed=seed)
         if "filter_observation" in self._session.hooks:
             observation = self._session.filter_observation(observation, self.env.get_env_state())
@@ -138,33 +140,37 @@ class Rules(EnvHarness):
         if session is None:
             raise EpisodeError(f"{self!r}: call reset() before step()")
         action = self.check_action(action)
-        if "filter_action" in session.hooks:
-            verdict = session.filter_action(action.to_dict(), self.env.get_env_state())
-            if isinstance(verdict, str):
-                self._observation = verdict
-                return StepResult(verdict, 0.0, False, False, {"blocked": True})
-            try:
-                replacement = self.check_action(verdict)
-            except EnvHarnessError as e:
-                raise RulesError(f"returned an invalid action: {e}", hook="filter_action") from e
-            replaced = replacement != action
-            if replaced and not self.allow_rewrite:
-                raise RulesError(
-                    f"returned a different action ({replacement}) for the agent's {action}; "
-                    "a hook may pass the action through or block it by returning a str. "
-                    "Rewriting actions could play for the agent, so it is off unless the Rules "
-                    "component is built with allow_rewrite=True",
-                    hook="filter_action",
-                )
-            action = replacement
-        else:
-            replaced = False
+        hooks = session.hooks
+        sent = action.to_dict()
+        replaced = False
+        if "filter_action" in hooks:
+            verdict = session.filter_action(sent, self.env.get_env_state())
+            if verdict is not sent:  # the hook blocked or changed the action
+                if isinstance(verdict, str):
+                    self._observation = verdict
+                    return StepResult(verdict, 0.0, False, False, {"blocked": True})
+                try:
+                    replacement = self.check_action(verdict)
+                except EnvHarnessError as e:
+                    raise RulesError(
+                        f"returned an invalid action: {e}", hook="filter_action"
+                    ) from e
+                replaced = replacement != action
+                if replaced and not self.allow_rewrite:
+                    raise RulesError(
+                        f"returned a different action ({replacement}) for the agent's {action}; "
+                        "a hook may pass the action through or block it by returning a str. "
+                        "Rewriting actions could play for the agent, so it is off unless the "
+                        "Rules component is built with allow_rewrite=True",
+                        hook="filter_action",
+                    )
+                if replaced:
+                    action = replacement
+                    sent = action.to_dict()
         result = self.env.step(action)
         observation = result.observation
-        if session.hooks & {"modify_transition", "filter_observation"}:
-            observation = session.after_step(
-                action.to_dict(), observation, self.env.get_env_state()
-            )
+        if self._after_step:
+            observation = session.after_step(sent, observation, self.env.get_env_state())
         self._observation = observation
         info = result.info
         if replaced or observation != result.observation:

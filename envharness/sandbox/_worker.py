@@ -284,38 +284,88 @@ def _after_step(rules: Any, hooks: frozenset[str]) -> Any:
     return after_step
 
 
-def _handlers(rules: Any, hooks: frozenset[str]) -> dict[str, tuple[Any, str]]:
-    """``op -> (callable, the hook named when its value cannot be sent)``."""
-    single = ("filter_action", "filter_observation")
-    table = {h: (getattr(rules, h), h) for h in single if h in hooks}
-    if hooks & {"modify_transition", "filter_observation"}:
-        last = "filter_observation" if "filter_observation" in hooks else "modify_transition"
-        table["after_step"] = (_after_step(rules, hooks), last)
-    return table
+class _Server:
+    """Answers the host's hook calls (:func:`protocol.hook_request` bodies) for one ``_Rules()``.
 
+    It keeps the JSON text of the last ``state`` the host sent and decodes a fresh copy of it for
+    every call, so a hook that mutates its ``state`` never changes what the next hook sees.
+    """
 
-def _answer(handlers: dict[str, tuple[Any, str]], request: Any, seq: int, cap: int) -> bytes:
-    function, hook = handlers[request["op"]]
-    value = None
-    try:
-        value = function(*request["args"])
-        reply: dict[str, Any] = {"ok": value}
-    except _HookFailed as e:
-        reply = e.reply
-    except BaseException as e:
-        reply = _failure("raised", e, hook=hook)
-    if type(value) is str and len(value) > cap:  # its JSON is longer still: skip encoding it
-        reply = {"too_big": len(value), "hook": hook, "returned": "str"}
-    try:
-        data = protocol.encode(reply, seq)
-    except BaseException as e:
-        detail = f"not JSON-serializable ({_describe(e)})"
-        data = protocol.encode({"returned": _type_name(value), "hook": hook, "detail": detail}, seq)
-    if len(data) - protocol.HEADER.size > cap:
-        data = protocol.encode(
-            {"too_big": len(data) - protocol.HEADER.size, "hook": hook, "returned": "value"}, seq
-        )
-    return data
+    def __init__(self, rules: Any, hooks: frozenset[str], cap: int) -> None:
+        self.cap = cap
+        self.state_text: str | None = None
+        self.table: dict[str, tuple[Any, str]] = {}
+        if "filter_action" in hooks:
+            self.table[protocol.OP_FILTER_ACTION] = (rules.filter_action, "filter_action")
+        if "filter_observation" in hooks:
+            self.table[protocol.OP_FILTER_OBSERVATION] = (
+                rules.filter_observation,
+                "filter_observation",
+            )
+        if hooks & {"modify_transition", "filter_observation"}:
+            last = "filter_observation" if "filter_observation" in hooks else "modify_transition"
+            self.table[protocol.OP_AFTER_STEP] = (_after_step(rules, hooks), last)
+
+    def answer(self, body: Any, seq: int) -> bytes:
+        """The reply frame to one hook call.
+
+        Raises:
+            protocol.BadFrame: The body is not a hook call this instance can answer.
+        """
+        op, first, state_text = protocol.split_hook_request(body)
+        if state_text is None:
+            state_text = self.state_text
+            if state_text is None:
+                raise protocol.BadFrame("no state was sent before")
+        else:
+            self.state_text = state_text
+        entry = self.table.get(op)
+        if entry is None:
+            raise protocol.BadFrame(f"no handler for op {op!r}")
+        function, hook = entry
+        decode = protocol.decode_text
+        head = decode(first)
+        state = decode(state_text)
+        if op == protocol.OP_AFTER_STEP:
+            if type(head) is not list or len(head) != 2:
+                raise protocol.BadFrame("after_step takes [action, observation]")
+            unchanged = head[1]
+            args: tuple[Any, ...] = (head[0], unchanged, state)
+        elif op == protocol.OP_FILTER_ACTION:
+            unchanged = None
+            args = (head, state)
+        else:
+            unchanged = head
+            args = (head, state)
+        value = None
+        try:
+            value = function(*args)
+        except _HookFailed as e:
+            return protocol.encode(e.reply, seq)
+        except BaseException as e:
+            return protocol.encode(_failure("raised", e, hook=hook), seq)
+        cap = self.cap
+        if type(value) is str:
+            if value == unchanged:
+                return protocol.HEADER.pack(1, seq) + protocol.SAME
+            if len(value) > cap:  # its JSON is longer still: skip encoding it
+                reply = {"too_big": len(value), "hook": hook, "returned": "str"}
+                return protocol.encode(reply, seq)
+            text = protocol.encode_text(value)
+        else:
+            try:
+                text = protocol.encode_text(value)
+            except BaseException as e:
+                detail = f"not JSON-serializable ({_describe(e)})"
+                reply = {"returned": _type_name(value), "hook": hook, "detail": detail}
+                return protocol.encode(reply, seq)
+            if text == first and op == protocol.OP_FILTER_ACTION:
+                return protocol.HEADER.pack(1, seq) + protocol.SAME
+        data = ('{"ok":' + text + "}").encode()
+        if len(data) > cap:
+            reply = {"too_big": len(data), "hook": hook, "returned": "value"}
+            return protocol.encode(reply, seq)
+        return protocol.HEADER.pack(len(data), seq) + data
 
 
 def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) -> None:
@@ -339,18 +389,19 @@ def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) ->
     try:
         rules = _load_rules(init)
         hooks = frozenset(h for h in policy.HOOKS if callable(getattr(rules, h, None)))
-        handlers = _handlers(rules, hooks)
+        server = _Server(rules, hooks, cap)
     except BaseException as e:
         write(REPLY_FD, protocol.encode(_failure("load_failed", e), 0))
         return
     ready = {"ready": {"hooks": sorted(hooks), "protections": protections}}
     write(REPLY_FD, protocol.encode(ready, 0))
-    read = requests.read
+    read = requests.read_raw
+    answer = server.answer
     while True:
         frame = read()
         if frame is None:
             return
-        write(REPLY_FD, _answer(handlers, frame[1], frame[0], cap))
+        write(REPLY_FD, answer(frame[1], frame[0]))
 
 
 def _run_child(request: int, reply: int, template_pid: int, layers: _Layers) -> None:

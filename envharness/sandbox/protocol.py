@@ -6,6 +6,14 @@ the host checks that every reply echoes its request's ``seq``. JSON is written w
 ``allow_nan=False`` and read with NaN, Infinity and overflowing floats rejected, so a value that
 crosses the boundary is plain JSON and nothing else (never pickle).
 
+Hook calls use a compact body (see :func:`hook_request`): one op letter, the JSON of the hook's
+arguments other than ``state``, a newline, then ``+`` and the JSON of ``state``, or ``=`` alone
+when ``state`` is the same JSON text as in the previous hook call of this channel (the child then
+decodes a fresh copy of the text it kept). The host alone decides what was sent: it keeps the
+text it last sent, never asks the child. A reply body of :data:`SAME` (``=``) says the hook
+returned its input unchanged (the action, or the observation), so the host uses its own copy;
+any other reply body is JSON.
+
 The host side reads and writes with a deadline (``select.poll`` on non-blocking fds); the child
 side blocks. This module is shared with the sandbox worker, which loads it by file path under
 ``python -I -S``: it must import nothing from envharness.
@@ -23,6 +31,10 @@ from typing import Any
 
 __all__ = [
     "HEADER",
+    "OP_AFTER_STEP",
+    "OP_FILTER_ACTION",
+    "OP_FILTER_OBSERVATION",
+    "SAME",
     "BadFrame",
     "ChannelClosed",
     "FrameError",
@@ -31,12 +43,25 @@ __all__ = [
     "BlockingReader",
     "HostChannel",
     "decode",
+    "decode_text",
     "encode",
+    "encode_text",
+    "hook_request",
+    "split_hook_request",
     "write_all_blocking",
 ]
 
 HEADER = struct.Struct(">II")
 """The frame header: body length and sequence number, big-endian unsigned 32-bit each."""
+
+OP_FILTER_ACTION = "a"
+"""Op letter of ``filter_action(action, state)``; its first part is the action's JSON."""
+OP_AFTER_STEP = "s"
+"""Op letter of ``modify_transition`` + ``filter_observation``; first part ``[action, obs]``."""
+OP_FILTER_OBSERVATION = "o"
+"""Op letter of ``filter_observation(observation, state)``; first part the observation's JSON."""
+SAME = b"="
+"""A reply body meaning: the hook returned its input (action or observation) unchanged."""
 
 _CHUNK = 1 << 16
 _unpack_header = HEADER.unpack_from
@@ -102,6 +127,68 @@ else:  # pragma: no cover - CPython always has the C encoder
     _iterencode = json.JSONEncoder(allow_nan=False, separators=(",", ":")).iterencode
 
 
+def encode_text(obj: Any) -> str:
+    """The compact JSON text of ``obj`` (ASCII only: no raw newline can appear in it).
+
+    Raises:
+        TypeError: ``obj`` holds a value JSON cannot represent.
+        ValueError: ``obj`` holds NaN or infinity.
+        RecursionError: ``obj`` is nested too deeply or contains itself.
+    """
+    return "".join(_iterencode(obj, 0))
+
+
+def hook_request(op: str, first: str, state: str | None) -> bytes:
+    """The body of a hook call: ``op``, ``first`` (JSON), a newline, then the state part.
+
+    Args:
+        op: One of :data:`OP_FILTER_ACTION`, :data:`OP_AFTER_STEP`, :data:`OP_FILTER_OBSERVATION`.
+        first: The JSON text of the arguments other than ``state`` (see :func:`encode_text`).
+        state: The JSON text of ``state``, or ``None`` for "the same text as the previous call".
+    """
+    if state is None:
+        return (op + first + "\n=").encode()
+    return (op + first + "\n+" + state).encode()
+
+
+def split_hook_request(body: bytes | bytearray | memoryview) -> tuple[str, str, str | None]:
+    """Splits a hook call body into ``(op, first, state)`` (``state`` ``None``: same as before).
+
+    Raises:
+        BadFrame: The body is not a hook call.
+    """
+    try:
+        text = str(body, "utf-8")
+    except ValueError:
+        raise BadFrame("the hook call is not UTF-8") from None
+    newline = text.find("\n")
+    if newline < 1 or newline + 2 > len(text):
+        raise BadFrame("the body is not a hook call")
+    mark = text[newline + 1]
+    if mark == "=" and newline + 2 == len(text):
+        return text[0], text[1:newline], None
+    if mark != "+":
+        raise BadFrame("the body is not a hook call")
+    return text[0], text[1:newline], text[newline + 2 :]
+
+
+def decode_text(text: str) -> Any:
+    """Decodes one strict JSON text (see :func:`decode`).
+
+    Raises:
+        BadFrame: ``text`` is not strict JSON, or nested too deeply.
+    """
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as e:
+        raise BadFrame(f"the body is not strict JSON (no value at offset {e.value})") from None
+    except (ValueError, RecursionError) as e:
+        raise BadFrame(f"the body is not strict JSON ({str(e)[:200]})") from None
+    if end != len(text):
+        raise BadFrame("the body is not strict JSON (extra data after the value)")
+    return value
+
+
 def encode(obj: Any, seq: int) -> bytes:
     """Encodes one frame.
 
@@ -129,14 +216,9 @@ def decode(body: bytes | bytearray | memoryview) -> Any:
     """
     try:
         text = str(body, "utf-8")
-        value, end = _scan(text, 0)
-    except StopIteration as e:
-        raise BadFrame(f"the body is not strict JSON (no value at offset {e.value})") from None
-    except (ValueError, RecursionError) as e:
+    except ValueError as e:
         raise BadFrame(f"the body is not strict JSON ({str(e)[:200]})") from None
-    if end != len(text):
-        raise BadFrame("the body is not strict JSON (extra data after the value)")
-    return value
+    return decode_text(text)
 
 
 # -- host side: non-blocking fds, one deadline per exchange ---------------------------------------
@@ -162,6 +244,7 @@ class HostChannel:
         os.set_blocking(reply_fd, False)
         self._can_read = select.poll()
         self._can_read.register(reply_fd, select.POLLIN)
+        self._poll_read = self._can_read.poll
         self._can_write = select.poll()
         self._can_write.register(request_fd, select.POLLOUT)
 
@@ -187,7 +270,22 @@ class HostChannel:
             raise ChannelClosed(f"cannot write ({e.strerror})") from None
         if done != len(frame):
             self._write_rest(frame, done, deadline)
-        data = self._read_some(deadline)
+        poll = self._poll_read
+        while True:  # the first read, inlined: one poll and one read on the hot path
+            remaining = deadline - _monotonic()
+            if remaining <= 0:
+                raise FrameTimeout("the deadline passed")
+            if not poll(math.ceil(remaining * 1000)):
+                continue
+            try:
+                data = os.read(self.reply_fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise ChannelClosed(f"cannot read ({e.strerror})") from None
+            if not data:
+                raise ChannelClosed("end of file")
+            break
         while len(data) < HEADER.size:
             data += self._read_some(deadline)
         length, got = _unpack_header(data)
@@ -291,6 +389,21 @@ class BlockingReader:
             FrameTooLarge: The header announces more than ``cap`` bytes.
             BadFrame: The body is not strict JSON.
         """
+        frame = self.read_raw()
+        if frame is None:
+            return None
+        return frame[0], decode(frame[1])
+
+    def read_raw(self) -> tuple[int, bytes | memoryview] | None:
+        """Reads one frame without decoding its body.
+
+        Returns:
+            ``(seq, body)``, or ``None`` at a clean end of file between frames.
+
+        Raises:
+            ChannelClosed: End of file inside a frame.
+            FrameTooLarge: The header announces more than ``cap`` bytes.
+        """
         data = self._pending or os.read(self.fd, _CHUNK)
         if len(data) < HEADER.size:
             data = self._more(data, HEADER.size)
@@ -302,8 +415,11 @@ class BlockingReader:
         end = HEADER.size + length
         if len(data) < end:
             data = self._more(data, end)
+        if len(data) == end:
+            self._pending = b""
+            return seq, data[HEADER.size :]
         self._pending = data[end:]
-        return seq, decode(memoryview(data)[HEADER.size : end])
+        return seq, memoryview(data)[HEADER.size : end]
 
 
 def write_all_blocking(fd: int, data: bytes) -> None:

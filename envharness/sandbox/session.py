@@ -32,8 +32,15 @@ _TEXT_LIMIT = 2000
 _ACTION_EXPECTED = "an action dict {'tool': str, 'args': dict} or a str"
 
 _encode = protocol.encode
+_encode_text = protocol.encode_text
+_hook_request = protocol.hook_request
+_pack_header = protocol.HEADER.pack
 _decode = protocol.decode
 _monotonic = time.monotonic
+_SAME = protocol.SAME
+_OP_FILTER_ACTION = protocol.OP_FILTER_ACTION
+_OP_AFTER_STEP = protocol.OP_AFTER_STEP
+_OP_FILTER_OBSERVATION = protocol.OP_FILTER_OBSERVATION
 
 
 class RulesSandbox:
@@ -174,6 +181,7 @@ class RulesSession:
         self.hooks = frozenset()
         self.protections = {}
         self._after_hook: str | None = None
+        self._state_text: str | None = None  # the state's JSON as last sent, the host's own record
 
     # -- start -----------------------------------------------------------------------------------
 
@@ -244,6 +252,9 @@ class RulesSession:
     def filter_action(self, action: dict[str, Any], state: dict[str, Any]) -> dict[str, Any] | str:
         """Runs ``filter_action``: returns the (possibly changed) action, or a str that blocks it.
 
+        An action the hook passed through unchanged is returned as the very ``action`` object
+        given (so ``result is action`` tells a pass-through); a changed one is a new dict.
+
         Raises:
             RulesError: The hook failed (the session is then dead).
             TypeError: ``action`` or ``state`` cannot be sent as JSON.
@@ -251,8 +262,8 @@ class RulesSession:
         if "filter_action" not in self.hooks:
             self._check_usable("filter_action")
             return action
-        value = self._call("filter_action", "filter_action", [action, state])
-        if type(value) is str:
+        value = self._call("filter_action", _OP_FILTER_ACTION, action, state, action)
+        if value is action or type(value) is str:
             return value
         if (
             type(value) is dict
@@ -279,7 +290,7 @@ class RulesSession:
         if hook is None:
             self._check_usable("modify_transition")
             return observation
-        value = self._call(hook, "after_step", [action, observation, state])
+        value = self._call(hook, _OP_AFTER_STEP, [action, observation], state, observation)
         if type(value) is str:
             return value
         raise self._fail(hook, f"returned {_describe(value)}, expected a str")
@@ -294,7 +305,9 @@ class RulesSession:
         if "filter_observation" not in self.hooks:
             self._check_usable("filter_observation")
             return observation
-        value = self._call("filter_observation", "filter_observation", [observation, state])
+        value = self._call(
+            "filter_observation", _OP_FILTER_OBSERVATION, observation, state, observation
+        )
         if type(value) is str:
             return value
         raise self._fail("filter_observation", f"returned {_describe(value)}, expected a str")
@@ -307,7 +320,13 @@ class RulesSession:
         if self._closed:
             raise RulesError("the session is closed", hook=hook)
 
-    def _call(self, hook: str, op: str, args: list[Any]) -> Any:
+    def _call(self, hook: str, op: str, head: Any, state: Any, same: Any) -> Any:
+        """One hook call: ``op`` with ``head`` (the arguments before ``state``) and ``state``.
+
+        ``state`` travels only when its JSON differs from what this session last sent; the host
+        compares against its own record and never asks the child. A :data:`protocol.SAME` reply
+        returns ``same`` (the host's own copy of the hook's input).
+        """
         with self._lock:
             if self._failure is not None or self._closed:
                 self._check_usable(hook)
@@ -315,22 +334,27 @@ class RulesSession:
                 raise RulesError(
                     "the session belongs to the process this one was forked from", hook=hook
                 )
-            seq = self._seq = (self._seq + 1) & 0xFFFFFFFF
             try:
-                frame = _encode({"op": op, "args": args}, seq)
+                first = _encode_text(head)
+                state_text = _encode_text(state)
             except (TypeError, ValueError, RecursionError) as e:
                 raise TypeError(f"the input to {hook} cannot be sent as JSON: {e}") from None
-            if len(frame) - 8 > self._cap:
+            body = _hook_request(op, first, None if state_text == self._state_text else state_text)
+            if len(body) > self._cap:
                 raise ValueError(
-                    f"the input to {hook} is {len(frame) - 8} bytes as JSON, over "
+                    f"the input to {hook} is {len(body)} bytes as JSON, over "
                     f"max_message_bytes={self._cap}"
                 )
+            seq = self._seq = (self._seq + 1) & 0xFFFFFFFF
+            self._state_text = state_text
             left = self._wall_budget - self._wall_used
-            timeout = min(self._timeout, left)
+            timeout = self._timeout if self._timeout <= left else left
             started = _monotonic()
-            deadline = started + timeout
             try:
-                reply = _decode(self._exchange(frame, seq, deadline))
+                reply = self._exchange(_pack_header(len(body), seq) + body, seq, started + timeout)
+                if reply == _SAME:
+                    return same
+                reply = _decode(reply)
             except protocol.FrameTimeout:
                 if timeout < self._timeout:
                     reason = (
@@ -360,6 +384,7 @@ class RulesSession:
                 self._wall_used += _monotonic() - started
             if type(reply) is dict and len(reply) == 1 and "ok" in reply:
                 return reply["ok"]
+            args = [*head, state] if op == _OP_AFTER_STEP else [head, state]
             raise self._fail_from_reply(hook, reply, args)
 
     def _fail_from_reply(self, hook: str, reply: Any, args: list[Any] | None = None) -> RulesError:
