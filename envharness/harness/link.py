@@ -112,6 +112,7 @@ class Link(EnvHarness):
     """
 
     component_type = "link"
+    config_fields = frozenset({"mode", "second", "condition", "every"})
 
     def __init__(
         self,

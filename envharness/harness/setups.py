@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envharness.core import Action, ActionableEnv
-from envharness.errors import EnvHarnessError, SetupError
+from envharness.errors import EnvHarnessError, SetupError, SpecError
 from envharness.harness.base import EnvHarness
 
 __all__ = ["Setups"]
@@ -24,9 +24,16 @@ class Setups(EnvHarness):
     environment's ``invalid_action`` feedback, a rule blocking it) or that ends the episode raises
     :class:`~envharness.errors.SetupError` naming it: the start state never shifts silently.
 
+    Setups may not do the agent's task: a start state the bridge's verifier already scores as a
+    success (``evaluate().success`` after the replay) raises ``SetupError``, and so does a replay
+    that crosses a :class:`~envharness.harness.Link` into its second task (a handover, or an
+    interleaved action that lands in task B) unless ``cross_link=True`` says so explicitly
+    (stored in the spec).
+
     Args:
         env: The env to set up.
         in_env_actions: Actions (``Action`` or ``{"tool", "args"}`` dicts) in the env's own tools.
+        cross_link: Allow the replay to play into a Link's second task.
 
     Example:
         >>> from envharness import load_bridge
@@ -39,8 +46,17 @@ class Setups(EnvHarness):
 
     component_type = "setups"
 
-    def __init__(self, env: ActionableEnv, in_env_actions: Sequence[Action | Mapping[str, Any]]):
+    def __init__(
+        self,
+        env: ActionableEnv,
+        in_env_actions: Sequence[Action | Mapping[str, Any]],
+        *,
+        cross_link: bool = False,
+    ):
         super().__init__(env)
+        if not isinstance(cross_link, bool):
+            raise SetupError(in_env_actions, 0, f"cross_link must be a bool, got {cross_link!r}")
+        self.cross_link = cross_link
         if isinstance(in_env_actions, str | bytes | Mapping) or not isinstance(
             in_env_actions, Sequence
         ):
@@ -53,9 +69,24 @@ class Setups(EnvHarness):
                 raise SetupError(raw, index, str(e)) from e
         self.in_env_actions: tuple[Action, ...] = tuple(actions)
 
+    config_fields = frozenset({"in_env_actions", "cross_link"})
+
     def component_config(self) -> dict[str, Any]:
-        """The replayed actions, as dicts."""
-        return {"in_env_actions": [a.to_dict() for a in self.in_env_actions]}
+        """The replayed actions, as dicts, and ``cross_link`` when it is on."""
+        config: dict[str, Any] = {"in_env_actions": [a.to_dict() for a in self.in_env_actions]}
+        if self.cross_link:
+            config["cross_link"] = True
+        return config
+
+    @classmethod
+    def from_config(cls, env: ActionableEnv, config: dict[str, Any]) -> Setups:
+        """Rebuilds the component from :meth:`component_config` output."""
+        if "in_env_actions" not in config:
+            raise SpecError("a setups component needs 'in_env_actions'")
+        cross_link = config.get("cross_link", False)
+        if not isinstance(cross_link, bool):
+            raise SpecError(f"setups 'cross_link': expected true or false, got {cross_link!r}")
+        return cls(env, config["in_env_actions"], cross_link=cross_link)
 
     def _reset(self, seed: int | None) -> tuple[str, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed)
@@ -72,8 +103,30 @@ class Setups(EnvHarness):
                 )
             if result.terminated or result.truncated:
                 raise SetupError(action, index, "it ended the episode")
+            if not self.cross_link and _crosses_link(result.info, index, len(self.in_env_actions)):
+                raise SetupError(
+                    action,
+                    index,
+                    "it plays into the Link's second task; Setups set up part 1 only unless "
+                    "built with cross_link=True",
+                )
+        if self.in_env_actions and self.env.evaluate().success:
+            last = len(self.in_env_actions) - 1
+            raise SetupError(
+                self.in_env_actions[last],
+                last,
+                "after the replay the task is already solved (the verifier passes before the "
+                "agent acts); a start state must leave the task to the agent",
+            )
         if self.in_env_actions:
             self.env.mark_episode_start()
             observation = self.env.observe()
         info = {**info, "setup_steps": len(self.in_env_actions)}
         return observation, info
+
+
+def _crosses_link(info: Mapping[str, Any], index: int, count: int) -> bool:
+    """Whether a setup step handed a Link over, or the next setup action would go to task B."""
+    if "handover" in info:
+        return True
+    return info.get("link_stage") == "B" and index < count - 1

@@ -154,3 +154,46 @@ def test_spec_round_trip(toy):
     rebuilt.reset(seed=0)
     env.reset(seed=0)
     assert rebuilt.get_env_state() == env.get_env_state()
+
+
+# -- Setups may not do the agent's task -------------------------------------------------------
+
+
+def test_a_setup_that_solves_the_task_is_refused():
+    pytest.importorskip("formulas")
+    from envharness import load_bridge
+
+    env = load_bridge("spreadsheet", task_id="sales-line-totals")
+    answer = {"tool": "write_cells", "args": {"range": "Sales!F2:F41", "values": [["=D2*E2"]]}}
+    staged = Setups(env, [answer])
+    try:
+        with pytest.raises(SetupError, match="#0 write_cells.*already solved"):
+            staged.reset(seed=0)
+    finally:
+        staged.close()
+
+
+def test_a_replay_into_a_links_second_task_needs_cross_link(make_toy):
+    from envharness.harness import HarnessSpec, Link
+
+    solve_first = [combine("10", "*", "10"), combine("100", "-", "4"), combine("96", "/", "4")]
+    into_second = [*solve_first, combine("8", "/", "3")]
+    link = Link(make_toy(), make_toy("3-3-8-8"))
+    with pytest.raises(SetupError, match="#2 .*Link's second task.*cross_link=True"):
+        Setups(link, into_second).reset(seed=0)
+    interleaved = Link(make_toy(), make_toy("3-3-8-8"), "interleave")
+    with pytest.raises(SetupError, match="#0 .*second task"):
+        Setups(interleaved, [combine("10", "*", "10"), combine("8", "/", "3")]).reset(seed=0)
+    allowed = Setups(Link(make_toy(), make_toy("3-3-8-8")), into_second, cross_link=True)
+    allowed.reset(seed=0)
+    assert allowed.get_env_state()["active"] == "second"
+    spec = HarnessSpec.from_env(allowed)
+    assert spec.components[-1].config["cross_link"] is True
+    rebuilt = spec.build()
+    try:
+        rebuilt.reset(seed=0)
+        assert rebuilt.get_env_state()["active"] == "second"
+    finally:
+        rebuilt.close()
+    with pytest.raises(SetupError, match="cross_link must be a bool"):
+        Setups(make_toy(), [], cross_link="yes")  # type: ignore[arg-type]

@@ -116,7 +116,10 @@ def test_bad_json_and_bad_config(stack):
     data = _data(stack)
     data.pop("spec_id")
     data["components"][0]["config"] = {"actions": []}
-    with pytest.raises(SpecError, match="bad config for component 'setups'"):
+    with pytest.raises(SpecError, match="component #0 config: unknown field.*'actions'"):
+        HarnessSpec.from_dict(data)
+    data["components"][0]["config"] = {}
+    with pytest.raises(SpecError, match="setups component needs 'in_env_actions'"):
         HarnessSpec.from_dict(data).build()
 
 
