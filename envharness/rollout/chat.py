@@ -107,7 +107,7 @@ _PROVIDER_MODULES: dict[str, str] = {
     "xai": "langchain_xai",
 }
 # Providers with an envharness extra that installs their package.
-_PROVIDER_EXTRAS = {"google_genai": "google"}
+_PROVIDER_EXTRAS = {"google_genai": "google", "openai": "openai"}
 # Fallback packages init_chat_model also accepts for a provider.
 _PROVIDER_FALLBACKS = {"ollama": "langchain_community"}
 
