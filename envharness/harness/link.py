@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
@@ -40,9 +41,35 @@ class HandoverCondition:
         if self.after_steps is None and self.on_tool is None and self.state_key is None:
             raise SpecError("a handover condition needs after_steps, on_tool or state_key")
         if self.after_steps is not None and (
-            not isinstance(self.after_steps, int) or self.after_steps < 1
+            isinstance(self.after_steps, bool)
+            or not isinstance(self.after_steps, int)
+            or self.after_steps < 1
         ):
             raise SpecError(f"expected after_steps to be a positive int, got {self.after_steps!r}")
+        for name in ("on_tool", "state_key"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise SpecError(f"expected {name} to be a non-empty str, got {value!r}")
+        try:
+            json.dumps(self.equals, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"expected equals to be a JSON value, got {self.equals!r}") from e
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HandoverCondition:
+        """Builds a condition from :meth:`to_dict` output, refusing unknown fields.
+
+        Raises:
+            SpecError: Naming an unknown field or a field of the wrong type.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(key) for key in data if key not in known)
+        if unknown:
+            raise SpecError(
+                f"unknown handover condition field(s) {', '.join(map(repr, unknown))}; the "
+                f"fields are {', '.join(sorted(known))}"
+            )
+        return cls(**data)
 
     def matches(self, steps: int, action: Action, state: Mapping[str, Any]) -> bool:
         """Whether the condition holds after ``steps`` agent steps ending with ``action``."""
@@ -139,7 +166,11 @@ class Link(EnvHarness):
             if not isinstance(env, ActionableEnv):
                 raise SpecError(f"expected an ActionableEnv, got {type(env).__name__}")
         if isinstance(condition, Mapping):
-            condition = HandoverCondition(**condition)
+            condition = HandoverCondition.from_dict(condition)
+        elif condition is not None and not isinstance(condition, HandoverCondition):
+            raise SpecError(
+                f"expected condition to be a HandoverCondition or its dict, got {condition!r}"
+            )
         if mode == "switch" and condition is None:
             raise SpecError("a switch link needs a condition, e.g. {'after_steps': 3}")
         if mode in ("sequential", "interleave") and condition is not None:

@@ -179,6 +179,15 @@ def test_conflicting_tool_schemas_refuse_to_link(make_toy):
         ({"mode": "switch", "condition": {"after_steps": 0}}, "positive int"),
         ({"mode": "interleave", "every": 0}, "every to be a positive int"),
         ({"mode": "branch"}, "success"),
+        ({"mode": "switch", "condition": {"after_step": 2}}, "unknown handover condition field"),
+        ({"mode": "switch", "condition": {"after_steps": True}}, "positive int, got True"),
+        ({"mode": "switch", "condition": {"on_tool": 3}}, "on_tool to be a non-empty str"),
+        ({"mode": "switch", "condition": {"state_key": ["a"]}}, "state_key to be a non-empty"),
+        (
+            {"mode": "switch", "condition": {"state_key": "a", "equals": {1, 2}}},
+            "equals to be a JSON value",
+        ),
+        ({"mode": "switch", "condition": "after 3 steps"}, "expected condition to be a"),
     ],
 )
 def test_bad_arguments(make_toy, kwargs, match):
@@ -270,3 +279,14 @@ def test_a_won_composite_keeps_every_reward(make_toy):
     results = play(env, [*SOLVE_4_4_10_10, *SOLVE_3_3_8_8])
     assert env.evaluate().success and results[-1].reward == 1.0
     assert not any("link_withheld_reward" in r.info for r in results)
+
+
+def test_a_malformed_condition_in_a_spec_is_refused_at_build(make_toy):
+    from envharness.harness import HarnessSpec
+
+    link = Link(make_toy(), make_toy("3-3-8-8"), "switch", condition={"on_tool": "undo"})
+    data = link.spec().to_dict()
+    data.pop("spec_id")
+    data["components"][0]["config"]["condition"] = {"on_tool": {"name": "undo"}}
+    with pytest.raises(SpecError, match="on_tool to be a non-empty str"):
+        HarnessSpec.from_dict(data).build()  # at build, not at the first step
