@@ -465,7 +465,8 @@ def run_batch(
 
     Args:
         requests: The rollouts to run.
-        policy_factory: ``factory(seed) -> Policy`` (picklable for process and Ray executors).
+        policy_factory: ``factory(seed) -> Policy`` (for process and Ray executors it must pickle
+            with cloudpickle: a lambda or a closure does, a live model client does not).
         executor: Where to run; a fresh ``LocalExecutor()`` (closed at the end) by default.
         store: A writable run store for resuming and recording.
         step_timeout: Seconds the policy may take per action; ``None`` waits forever.
