@@ -34,3 +34,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(rigger, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazily imported ``build_rigger`` and ``graph`` included."""
+    return sorted(set(globals()) | set(__all__))
