@@ -131,7 +131,9 @@ class Rules(EnvHarness):
         self._after_step = bool(self._session.hooks & {"modify_transition", "filter_observation"})
         observation, info = self.env.reset(seed=seed)
         if "filter_observation" in self._session.hooks:
-            observation = self._session.filter_observation(observation, self.env.get_env_state())
+            needs = "filter_observation" in self._session.needs_state
+            state = self.env.get_env_state() if needs else None
+            observation = self._session.filter_observation(observation, state)
         self._observation = observation
         return observation, info
 
@@ -144,7 +146,8 @@ class Rules(EnvHarness):
         sent = action.to_dict()
         replaced = False
         if "filter_action" in hooks:
-            verdict = session.filter_action(sent, self.env.get_env_state())
+            state = self.env.get_env_state() if "filter_action" in session.needs_state else None
+            verdict = session.filter_action(sent, state)
             if verdict is not sent:  # the hook blocked or changed the action
                 if isinstance(verdict, str):
                     self._observation = verdict
@@ -170,7 +173,8 @@ class Rules(EnvHarness):
         result = self.env.step(action)
         observation = result.observation
         if self._after_step:
-            observation = session.after_step(sent, observation, self.env.get_env_state())
+            state = self.env.get_env_state() if "after_step" in session.needs_state else None
+            observation = session.after_step(sent, observation, state)
         self._observation = observation
         info = result.info
         if replaced or observation != result.observation:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import _socket
 import array
 import builtins
+import dis
 import gc
 import json
 import os
@@ -236,18 +237,81 @@ def _restricted_builtins() -> dict[str, Any]:
     return table
 
 
-def _load_rules(init: dict[str, Any]) -> Any:
+def _load_rules(init: dict[str, Any]) -> tuple[Any, types.CodeType]:
+    """Runs the rules code; returns the ``_Rules()`` instance and the compiled module code."""
     import random
 
     random.seed(init["seed"])
     module = types.ModuleType("_rules")
     module.__dict__["__builtins__"] = vars(builtins) if init["trusted"] else _restricted_builtins()
     sys.modules["_rules"] = module
-    exec(compile(init["code"], "<rules>", "exec", dont_inherit=True), module.__dict__)
+    code = compile(init["code"], "<rules>", "exec", dont_inherit=True)
+    exec(code, module.__dict__)
     cls = module.__dict__.get("_Rules")
     if not isinstance(cls, type):
         raise TypeError("the code defines no class _Rules")
-    return cls()
+    return cls(), code
+
+
+# Names through which code could reach a frame's locals (and so a ``state`` it never names).
+_FRAME_NAMES = frozenset(
+    {
+        "locals",
+        "vars",
+        "f_locals",
+        "f_back",
+        "tb_frame",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "_getframe",
+        "currentframe",
+        "stack",
+        "trace",
+    }
+)
+_STAR_ARGS = 0x04 | 0x08  # CO_VARARGS | CO_VARKEYWORDS
+
+
+def _code_objects(code: types.CodeType) -> list[types.CodeType]:
+    found, todo = [], [code]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return found
+
+
+def _introspects(code: types.CodeType) -> bool:
+    """Whether any code of the module names a way into frames (then every hook reads state)."""
+    return any(_FRAME_NAMES.intersection(c.co_names) for c in _code_objects(code))
+
+
+def _reads_state(method: Any, position: int) -> bool:
+    """Whether a hook method may read its parameter ``position`` (``state``); ``True`` if unsure.
+
+    Only a plain function bound as a method, without ``*args``/``**kwargs``, whose bytecode never
+    names the parameter and whose inner functions do not capture it, counts as not reading it.
+    """
+    try:
+        function = method.__func__
+        if type(method) is not types.MethodType or type(function) is not types.FunctionType:
+            return True
+        code = function.__code__
+        if code.co_flags & _STAR_ARGS or code.co_argcount <= position:
+            return True
+        name = code.co_varnames[position]
+        if name in code.co_cellvars:
+            return True
+        for instruction in dis.get_instructions(code):
+            value = instruction.argval
+            if type(value) is str and value == name:
+                return True
+            if type(value) is tuple and name in value:
+                return True
+        return False
+    except BaseException:
+        return True
 
 
 class _HookFailed(Exception):
@@ -291,9 +355,19 @@ class _Server:
     every call, so a hook that mutates its ``state`` never changes what the next hook sees.
     """
 
-    def __init__(self, rules: Any, hooks: frozenset[str], cap: int) -> None:
+    def __init__(self, rules: Any, hooks: frozenset[str], cap: int, introspects: bool) -> None:
         self.cap = cap
         self.state_text: str | None = None
+        reads = {
+            h: introspects or _reads_state(getattr(rules, h), len(policy.HOOK_PARAMS[h]))
+            for h in hooks
+        }
+        after = [h for h in ("modify_transition", "filter_observation") if h in hooks]
+        needs = {h for h in ("filter_action", "filter_observation") if reads.get(h)}
+        if any(reads[h] for h in after):
+            needs.add("after_step")
+        self.needs_state = sorted(needs)
+        """The calls (``filter_action``, ``after_step``, ``filter_observation``) that read state."""
         self.table: dict[str, tuple[Any, str]] = {}
         if "filter_action" in hooks:
             self.table[protocol.OP_FILTER_ACTION] = (rules.filter_action, "filter_action")
@@ -317,7 +391,7 @@ class _Server:
             state_text = self.state_text
             if state_text is None:
                 raise protocol.BadFrame("no state was sent before")
-        else:
+        elif state_text is not protocol.NO_STATE:
             self.state_text = state_text
         entry = self.table.get(op)
         if entry is None:
@@ -325,7 +399,7 @@ class _Server:
         function, hook = entry
         decode = protocol.decode_text
         head = decode(first)
-        state = decode(state_text)
+        state = None if state_text is protocol.NO_STATE else decode(state_text)
         if op == protocol.OP_AFTER_STEP:
             if type(head) is not list or len(head) != 2:
                 raise protocol.BadFrame("after_step takes [action, observation]")
@@ -387,13 +461,19 @@ def _child_main(request: int, reply: int, template_pid: int, layers: _Layers) ->
         write(REPLY_FD, protocol.encode({"setup_failed": _describe(e)}, 0))
         return
     try:
-        rules = _load_rules(init)
+        rules, code = _load_rules(init)
         hooks = frozenset(h for h in policy.HOOKS if callable(getattr(rules, h, None)))
-        server = _Server(rules, hooks, cap)
+        server = _Server(rules, hooks, cap, _introspects(code))
     except BaseException as e:
         write(REPLY_FD, protocol.encode(_failure("load_failed", e), 0))
         return
-    ready = {"ready": {"hooks": sorted(hooks), "protections": protections}}
+    ready = {
+        "ready": {
+            "hooks": sorted(hooks),
+            "needs_state": server.needs_state,
+            "protections": protections,
+        }
+    }
     write(REPLY_FD, protocol.encode(ready, 0))
     read = requests.read_raw
     answer = server.answer

@@ -7,12 +7,13 @@ the host checks that every reply echoes its request's ``seq``. JSON is written w
 crosses the boundary is plain JSON and nothing else (never pickle).
 
 Hook calls use a compact body (see :func:`hook_request`): one op letter, the JSON of the hook's
-arguments other than ``state``, a newline, then ``+`` and the JSON of ``state``, or ``=`` alone
-when ``state`` is the same JSON text as in the previous hook call of this channel (the child then
-decodes a fresh copy of the text it kept). The host alone decides what was sent: it keeps the
-text it last sent, never asks the child. A reply body of :data:`SAME` (``=``) says the hook
-returned its input unchanged (the action, or the observation), so the host uses its own copy;
-any other reply body is JSON.
+arguments other than ``state``, a newline, then ``+`` and the JSON of ``state``, ``=`` alone when
+``state`` is the same JSON text as in the previous hook call that sent one (the child then decodes
+a fresh copy of the text it kept), or ``-`` alone when the hook does not read ``state`` (the child
+said so when it loaded the code; it then gets ``None``). The host alone decides what was sent: it
+keeps the text it last sent, never asks the child. A reply body of :data:`SAME` (``=``) says the
+hook returned its input unchanged (the action, or the observation), so the host uses its own
+copy; any other reply body is JSON.
 
 The host side reads and writes with a deadline (``select.poll`` on non-blocking fds); the child
 side blocks. This module is shared with the sandbox worker, which loads it by file path under
@@ -34,6 +35,7 @@ __all__ = [
     "OP_AFTER_STEP",
     "OP_FILTER_ACTION",
     "OP_FILTER_OBSERVATION",
+    "NO_STATE",
     "SAME",
     "BadFrame",
     "ChannelClosed",
@@ -62,6 +64,8 @@ OP_FILTER_OBSERVATION = "o"
 """Op letter of ``filter_observation(observation, state)``; first part the observation's JSON."""
 SAME = b"="
 """A reply body meaning: the hook returned its input (action or observation) unchanged."""
+NO_STATE = "-"
+"""``state`` argument of :func:`hook_request` (and its result): the hook does not read state."""
 
 _CHUNK = 1 << 16
 _unpack_header = HEADER.unpack_from
@@ -144,15 +148,20 @@ def hook_request(op: str, first: str, state: str | None) -> bytes:
     Args:
         op: One of :data:`OP_FILTER_ACTION`, :data:`OP_AFTER_STEP`, :data:`OP_FILTER_OBSERVATION`.
         first: The JSON text of the arguments other than ``state`` (see :func:`encode_text`).
-        state: The JSON text of ``state``, or ``None`` for "the same text as the previous call".
+        state: The JSON text of ``state``, ``None`` for "the same text as the previous call", or
+            :data:`NO_STATE` for "no state".
     """
     if state is None:
         return (op + first + "\n=").encode()
+    if state is NO_STATE:
+        return (op + first + "\n-").encode()
     return (op + first + "\n+" + state).encode()
 
 
 def split_hook_request(body: bytes | bytearray | memoryview) -> tuple[str, str, str | None]:
-    """Splits a hook call body into ``(op, first, state)`` (``state`` ``None``: same as before).
+    """Splits a hook call body into ``(op, first, state)``.
+
+    ``state`` is the JSON text, ``None`` for "the same as before", or :data:`NO_STATE`.
 
     Raises:
         BadFrame: The body is not a hook call.
@@ -167,6 +176,8 @@ def split_hook_request(body: bytes | bytearray | memoryview) -> tuple[str, str, 
     mark = text[newline + 1]
     if mark == "=" and newline + 2 == len(text):
         return text[0], text[1:newline], None
+    if mark == "-" and newline + 2 == len(text):
+        return text[0], text[1:newline], NO_STATE
     if mark != "+":
         raise BadFrame("the body is not a hook call")
     return text[0], text[1:newline], text[newline + 2 :]

@@ -41,6 +41,12 @@ _SAME = protocol.SAME
 _OP_FILTER_ACTION = protocol.OP_FILTER_ACTION
 _OP_AFTER_STEP = protocol.OP_AFTER_STEP
 _OP_FILTER_OBSERVATION = protocol.OP_FILTER_OBSERVATION
+_NO_STATE = protocol.NO_STATE
+_CALLS = {
+    "filter_action": _OP_FILTER_ACTION,
+    "after_step": _OP_AFTER_STEP,
+    "filter_observation": _OP_FILTER_OBSERVATION,
+}
 
 
 class RulesSandbox:
@@ -144,11 +150,16 @@ class RulesSession:
 
     Attributes:
         hooks: The hooks the loaded ``_Rules`` instance defines.
+        needs_state: The calls (``filter_action``, ``after_step``, ``filter_observation``) whose
+            hooks read ``state``. The child works this out from the hooks' bytecode when it loads
+            the code; the others get ``state=None`` and the caller may pass ``None`` for it.
+            (Trusting the child here only ever withholds data from it.)
         protections: What the child measured in force after locking down (``seccomp``,
             ``landlock_abi``, ``no_new_privs``, ``capabilities_dropped``, ``warnings``).
     """
 
     hooks: frozenset[str]
+    needs_state: frozenset[str]
     protections: dict[str, Any]
 
     def __init__(
@@ -179,6 +190,8 @@ class RulesSession:
         self._closed = False
         self._released = False
         self.hooks = frozenset()
+        self.needs_state = frozenset(_CALLS)
+        self._state_ops = frozenset(_CALLS.values())
         self.protections = {}
         self._after_hook: str | None = None
         self._state_text: str | None = None  # the state's JSON as last sent, the host's own record
@@ -226,12 +239,17 @@ class RulesSession:
             ready = reply["ready"]
             hooks = ready.get("hooks")
             protections = ready.get("protections", {})
+            needs = ready.get("needs_state", list(_CALLS))
             if (
                 type(hooks) is list
                 and all(type(hook) is str and hook in HOOKS for hook in hooks)
                 and type(protections) is dict
+                and type(needs) is list
+                and all(type(call) is str and call in _CALLS for call in needs)
             ):
                 self.hooks = frozenset(hooks)
+                self.needs_state = frozenset(needs)
+                self._state_ops = frozenset(_CALLS[call] for call in needs)
                 self.protections = dict(protections)
                 if self.hooks & {"modify_transition", "filter_observation"}:
                     last = "filter_observation" in self.hooks
@@ -323,8 +341,9 @@ class RulesSession:
     def _call(self, hook: str, op: str, head: Any, state: Any, same: Any) -> Any:
         """One hook call: ``op`` with ``head`` (the arguments before ``state``) and ``state``.
 
-        ``state`` travels only when its JSON differs from what this session last sent; the host
-        compares against its own record and never asks the child. A :data:`protocol.SAME` reply
+        ``state`` travels only when the hook reads it (:attr:`needs_state`) and its JSON differs
+        from what this session last sent; the host compares against its own record and never
+        asks the child. A :data:`protocol.SAME` reply
         returns ``same`` (the host's own copy of the hook's input).
         """
         with self._lock:
@@ -336,10 +355,16 @@ class RulesSession:
                 )
             try:
                 first = _encode_text(head)
-                state_text = _encode_text(state)
+                state_text = _encode_text(state) if op in self._state_ops else None
             except (TypeError, ValueError, RecursionError) as e:
                 raise TypeError(f"the input to {hook} cannot be sent as JSON: {e}") from None
-            body = _hook_request(op, first, None if state_text == self._state_text else state_text)
+            if state_text is None:
+                body = _hook_request(op, first, _NO_STATE)
+                state_text = self._state_text
+            elif state_text == self._state_text:
+                body = _hook_request(op, first, None)
+            else:
+                body = _hook_request(op, first, state_text)
             if len(body) > self._cap:
                 raise ValueError(
                     f"the input to {hook} is {len(body)} bytes as JSON, over "

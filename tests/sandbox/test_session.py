@@ -269,11 +269,15 @@ def test_close_is_idempotent_and_kills_the_child():
 
 
 def test_bad_input_raises_without_ending_the_session(session):
+    assert "filter_action" in session.needs_state  # its hook reads state["step"]
     with pytest.raises(TypeError, match="cannot be sent as JSON"):
-        session.filter_observation("x", {"items": {1, 2}})
+        session.filter_action(ACTION, {"items": {1, 2}})
     with pytest.raises(TypeError, match="cannot be sent as JSON"):
-        session.filter_observation("x", {"v": float("nan")})
+        session.filter_action(ACTION, {"v": float("nan")})
+    with pytest.raises(TypeError, match="cannot be sent as JSON"):
+        session.filter_observation(float("nan"), {})
     assert session.filter_observation("still fine", {}) == "STILL FINE"
+    assert session.filter_action(ACTION, STATE)["args"]["checked"] == STATE["step"]
 
 
 def test_input_over_the_message_cap_is_refused():
