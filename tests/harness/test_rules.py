@@ -283,3 +283,30 @@ def test_save_and_restore_replays_through_the_rules(toy):
             restored.close()
     finally:
         env.close()
+
+
+MUTATE_PLUS_TO_TIMES = """
+class _Rules:
+    def filter_action(self, action, state):
+        if action["tool"] == "combine" and action["args"]["op"] == "+":
+            action["args"]["op"] = "*"  # a rewrite made by mutating the hook's copy in place
+        return action
+"""
+
+
+@pytest.mark.parametrize("allow_rewrite", [False, True])
+def test_an_in_place_rewrite_is_a_rewrite_not_a_pass_through(make_toy, allow_rewrite):
+    env = Rules(make_toy(), MUTATE_PLUS_TO_TIMES, allow_rewrite=allow_rewrite)
+    try:
+        env.reset(seed=0)
+        if not allow_rewrite:
+            with pytest.raises(RulesError, match="returned a different action"):
+                env.step(combine("10", "+", "10"))
+            return
+        result = env.step(combine("10", "+", "10"))
+        assert result.info["rules_replaced_action"]["args"]["op"] == "*"
+        assert "100" in env.get_env_state()["numbers"]
+        passed = env.step(combine("4", "-", "4"))  # passed through unchanged: no rewrite noted
+        assert "rules_replaced_action" not in passed.info
+    finally:
+        env.close()
