@@ -291,6 +291,25 @@ class ActionableEnv(ABC):
         """The options given to ``load_bridge`` that rebuild this task (JSON-able)."""
         return {}
 
+    def task_fingerprint(self) -> str | None:
+        """The hex SHA-256 of everything this task's verifier reads, or ``None``.
+
+        It covers the task record (canonical JSON: ``json.dumps(record, sort_keys=True,
+        separators=(",", ":"))``) and the bytes of every data file the verdict depends on (an
+        expected workbook, hidden tests, a game file ...; see
+        :func:`envharness.bridges.fingerprint.task_fingerprint`). Options that do not change
+        the verdict (``max_steps``, cache folders, the runtime) do not change it; data that
+        changes the verdict does. A spec records it and ``HarnessSpec.build()`` refuses a bridge
+        whose fingerprint differs, so options cannot point a spec at another answer key.
+        Bridges compute it lazily, once per instance. On a harness stack it is the fingerprint
+        of the bridge at the bottom (:attr:`unwrapped`).
+
+        Returns:
+            64 lowercase hex digits, or ``None`` (the default) when this bridge cannot say.
+        """
+        bridge = self.unwrapped
+        return None if bridge is self else bridge.task_fingerprint()
+
     def oracle_actions(self) -> list[Action]:
         """Actions that solve the task from the current state; empty when it cannot be solved.
 

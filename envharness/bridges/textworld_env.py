@@ -47,6 +47,7 @@ from envharness.bridges.checks import (
     check_split,
     state_error,
 )
+from envharness.bridges.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,
@@ -78,6 +79,7 @@ _ID_FORMAT = (
     "no leading zeros); see TextWorldEnv.list_tasks()"
 )
 _OPTIONS = ("cache_dir", "max_steps")
+_SERIAL = slice(0x12, 0x18)  # the Z-machine header's serial number: Inform writes the build date
 _MAX_COMMAND = 200
 _RESERVED_WORDS = frozenset(
     "restart restore save quit q undo script unscript transcript noscript print_state".split()
@@ -513,6 +515,29 @@ class TextWorldEnv(ActionableEnv):
         if self.max_steps != _DEFAULT_MAX_STEPS:
             options["max_steps"] = self.max_steps
         return options
+
+    def task_fingerprint(self) -> str:
+        """The hash of the task id and the game files the verdict is read from.
+
+        ``evaluate()`` asks the running game whether it is won, so the fingerprint covers the
+        ``.z8`` story file (with the header's serial number, the build date Inform writes,
+        blanked, so that the same game built on another day has the same fingerprint) and its
+        ``.json`` game description (the quest, the objective, the walkthrough). ``cache_dir``
+        and ``max_steps`` do not change it.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        story = bytearray(read_bytes(self._path, "the game file", bridge=_BRIDGE))
+        if len(story) >= _SERIAL.stop and 1 <= story[0] <= 8:  # a Z-machine story
+            story[_SERIAL] = b"0" * (_SERIAL.stop - _SERIAL.start)
+        description = read_bytes(
+            self._path.with_suffix(".json"), "the game description", bridge=_BRIDGE
+        )
+        return task_fingerprint(
+            {"bridge": _BRIDGE, "task_id": self.task_id},
+            {"game.z8": bytes(story), "game.json": description},
+        )
 
     # -- the episode ------------------------------------------------------------------------
 

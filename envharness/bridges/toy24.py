@@ -37,6 +37,7 @@ from envharness.bridges.checks import (
     check_split,
     state_error,
 )
+from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.toy24_solver import TARGET, puzzles, solutions, solve_steps
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
@@ -303,6 +304,23 @@ class Toy24Env(ActionableEnv):
         if self.max_steps != _DEFAULT_MAX_STEPS:
             return {"max_steps": self.max_steps}
         return {}
+
+    def task_fingerprint(self) -> str:
+        """The hash of the task record: the four start numbers and the target, 24.
+
+        The verifier reads nothing else (no data file); ``max_steps`` does not change it.
+        """
+        return cached_fingerprint(
+            self,
+            lambda: task_fingerprint(
+                {
+                    "bridge": _BRIDGE,
+                    "task_id": self.task_id,
+                    "start": list(self._start_texts),
+                    "target": str(TARGET),
+                }
+            ),
+        )
 
     # -- the episode ------------------------------------------------------------------------
 

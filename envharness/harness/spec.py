@@ -3,7 +3,11 @@
 A spec is the bridge (name, task, options) plus the ordered component list, innermost first, and
 optional lineage (where an accepted spec came from). It round-trips through JSON and rebuilds the
 stack with :meth:`HarnessSpec.build`. Rules code is stored with its SHA-256; a spec whose code no
-longer matches its hash is refused.
+longer matches its hash is refused. The bridge part pins the task data: a spec recorded from an env
+(:meth:`HarnessSpec.from_env`) holds the bridge's ``task_fingerprint()`` (the hash of what its
+verifier reads), and :meth:`HarnessSpec.build` refuses a bridge whose fingerprint differs, so
+options cannot point a spec's task id at another answer key. A spec without a fingerprint (an
+older one, or a bridge that cannot say) builds as before.
 
 Example:
     >>> from envharness import load_bridge
@@ -19,12 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from envharness.core import ActionableEnv
-from envharness.errors import EnvHarnessError, SpecError
+from envharness.errors import SpecError
 from envharness.sandbox.check import rules_sha256
 
 __all__ = [
@@ -49,7 +54,7 @@ MAX_NESTING = 32
 """The deepest nesting of lists and objects a spec's values may have."""
 
 _SPEC_KEYS = frozenset({"envharness_spec", "spec_id", "bridge", "components", "lineage"})
-_BRIDGE_KEYS = frozenset({"name", "task_id", "options"})
+_BRIDGE_KEYS = frozenset({"name", "task_id", "options", "fingerprint"})
 _COMPONENT_KEYS = frozenset({"type", "config"})
 _LINEAGE_KEYS = frozenset({"task", "policy", "parent", "validation", "notes"})
 
@@ -137,6 +142,36 @@ def _check_options(options: Mapping[str, Any]) -> None:
         )
 
 
+_FINGERPRINT = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_fingerprint(value: object) -> bool:
+    return isinstance(value, str) and _FINGERPRINT.fullmatch(value) is not None
+
+
+def _check_fingerprint(bridge: Mapping[str, Any]) -> str | None:
+    if "fingerprint" not in bridge:
+        return None
+    value = bridge["fingerprint"]
+    if not _is_fingerprint(value):
+        raise SpecError(
+            "bridge.fingerprint: expected 64 lowercase hex digits (the bridge's "
+            f"task_fingerprint()), got {value!r}; leave the field out when there is none"
+        )
+    return value
+
+
+def _bridge_fingerprint(layer: ActionableEnv) -> str | None:
+    """The bridge's own ``task_fingerprint()``, checked to be None or 64 hex digits."""
+    value = layer.task_fingerprint()
+    if value is not None and not _is_fingerprint(value):
+        raise SpecError(
+            f"{type(layer).__name__}.task_fingerprint() returned {value!r}; expected None or "
+            "64 lowercase hex digits (a SHA-256 hexdigest)"
+        )
+    return value
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key, value in pairs:
@@ -158,15 +193,26 @@ class BridgeSpec:
         name: The registered bridge name.
         task_id: The task.
         options: Extra ``load_bridge`` options.
+        fingerprint: The bridge's ``task_fingerprint()`` when the spec was recorded (the hash of
+            what its verifier reads), or ``None`` (not pinned). :meth:`HarnessSpec.build`
+            refuses a bridge whose fingerprint differs.
     """
 
     name: str
     task_id: str
     options: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The bridge spec as a plain dict."""
-        return {"name": self.name, "task_id": self.task_id, "options": dict(self.options)}
+        """The bridge spec as a plain dict (``fingerprint`` only when there is one)."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "task_id": self.task_id,
+            "options": dict(self.options),
+        }
+        if self.fingerprint is not None:
+            data["fingerprint"] = self.fingerprint
+        return data
 
 
 @dataclass(frozen=True)
@@ -220,7 +266,10 @@ class HarnessSpec:
 
     @property
     def spec_id(self) -> str:
-        """A short stable id: the hash of the bridge and components (lineage excluded)."""
+        """A short stable id: the hash of the bridge and components (lineage excluded).
+
+        The bridge's fingerprint is part of it when the spec has one.
+        """
         body = {
             "bridge": self.bridge.to_dict(),
             "components": [c.to_dict() for c in self.components],
@@ -229,10 +278,15 @@ class HarnessSpec:
 
     @classmethod
     def from_env(cls, env: ActionableEnv, *, lineage: Lineage | None = None) -> HarnessSpec:
-        """Describes an env (a bridge or a harness stack).
+        """Describes an env (a bridge or a harness stack), pinning the bridge's task data.
+
+        The bridge's :meth:`~envharness.core.ActionableEnv.task_fingerprint` is recorded in
+        :attr:`BridgeSpec.fingerprint`.
 
         Raises:
-            SpecError: If a component is not registered for specs.
+            SpecError: If a component is not registered for specs, or the bridge's fingerprint
+                is not None or 64 hex digits.
+            BridgeError: If the bridge cannot read its task data to fingerprint it.
         """
         from envharness.harness.base import EnvHarness
 
@@ -249,14 +303,21 @@ class HarnessSpec:
             layer = layer.env
         if not layer.bridge_name:
             raise SpecError(f"{type(layer).__name__} has no bridge_name; it cannot be rebuilt")
-        bridge = BridgeSpec(layer.bridge_name, layer.task_id, dict(layer.bridge_options()))
+        bridge = BridgeSpec(
+            layer.bridge_name,
+            layer.task_id,
+            dict(layer.bridge_options()),
+            _bridge_fingerprint(layer),
+        )
         return cls(bridge, tuple(reversed(components)), lineage)
 
     def build(self) -> ActionableEnv:
-        """Loads the bridge and stacks the components over it.
+        """Loads the bridge, checks its task data against the spec and stacks the components.
 
         Raises:
-            SpecError: If a component cannot be rebuilt.
+            SpecError: If a component cannot be rebuilt, or the spec has a fingerprint and the
+                built bridge's ``task_fingerprint()`` differs (its options point it at other
+                task data, or the data changed).
             BridgeError: If the bridge or task cannot be loaded.
         """
         from envharness.bridges.registry import load_bridge
@@ -274,12 +335,37 @@ class HarnessSpec:
                 f"{self.bridge.name!r} bridge: {e}"
             ) from e
         try:
+            self._check_fingerprint(env)
             for component in self.components:
                 env = _component_class(component.type).from_config(env, component.config)
-        except EnvHarnessError:
+        except BaseException:
             env.close()
             raise
         return env
+
+    def _check_fingerprint(self, env: ActionableEnv) -> None:
+        """Refuses a built bridge whose task data is not what the spec recorded."""
+        expected = self.bridge.fingerprint
+        if expected is None:
+            return
+        actual = _bridge_fingerprint(env)
+        if actual == expected:
+            return
+        where = f"bridge {self.bridge.name!r} task {self.bridge.task_id!r}"
+        options = json.dumps(self.bridge.options, sort_keys=True, default=str)
+        got = (
+            "reports no fingerprint, so the spec's pin cannot be checked"
+            if actual is None
+            else f"has task-data fingerprint {actual}"
+        )
+        raise SpecError(
+            f"{where} {got}, but the spec recorded {expected}: what the verifier reads is not "
+            f"what the spec was made on. Likely the options {options} point the bridge at other "
+            "task data (another tasks file, corpus or data folder reusing this task id), or the "
+            "task's data changed since the spec was recorded. Do not trust its results; re-rig "
+            "the task, or, if the new data is intended, rebuild the spec from the env "
+            "(HarnessSpec.from_env(env) or env.spec())."
+        )
 
     def with_lineage(self, lineage: Lineage) -> HarnessSpec:
         """A copy of this spec with ``lineage``."""
@@ -328,6 +414,7 @@ class HarnessSpec:
             )
         _unknown_keys(bridge, _BRIDGE_KEYS, "bridge")
         _check_options(bridge.get("options", {}))
+        fingerprint = _check_fingerprint(bridge)
         raw_components = data.get("components", [])
         if not isinstance(raw_components, list):
             raise SpecError("expected 'components' to be a list")
@@ -360,7 +447,9 @@ class HarnessSpec:
             except TypeError as e:
                 raise SpecError(f"bad lineage: {e}") from e
         spec = cls(
-            BridgeSpec(bridge["name"], bridge["task_id"], dict(bridge.get("options", {}))),
+            BridgeSpec(
+                bridge["name"], bridge["task_id"], dict(bridge.get("options", {})), fingerprint
+            ),
             tuple(components),
             lineage,
         )

@@ -24,6 +24,12 @@ from envharness.bridges.checks import (
     check_saved_state,
     state_error,
 )
+from envharness.bridges.fingerprint import (
+    cached_fingerprint,
+    canonical_json,
+    read_bytes,
+    task_fingerprint,
+)
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError
 
@@ -157,7 +163,7 @@ class AlfWorldEnv(ActionableEnv):
         self._data_dir = check_path("data_dir", data_dir, bridge=_BRIDGE)
         self._cache_dir = check_path("cache_dir", cache_dir, bridge=_BRIDGE)
         self._parts = kit()
-        trial = find_trial(data_root(self._data_dir), task_id)
+        trial = self._trial = find_trial(data_root(self._data_dir), task_id)
         cache = Path(self._cache_dir).expanduser() if self._cache_dir else default_cache_dir()
         self._built = build_game(self._parts, trial, task_id, cache)
         load_plans(self._built)
@@ -204,6 +210,33 @@ class AlfWorldEnv(ActionableEnv):
         if self.max_steps != _DEFAULT_MAX_STEPS:
             options["max_steps"] = self.max_steps
         return options
+
+    def task_fingerprint(self) -> str:
+        """The hash of the trial's files and of the game whose goal check gives the verdict.
+
+        It covers the trial's ``traj_data.json`` and ``initial_state.pddl`` (their bytes) and
+        the built game the goal check runs on (the PDDL domain, the grammar with the goal
+        sentence, the problem), with the task type, the goal and the PDDL parameters as the
+        record. ``data_dir`` (where the same data lies), ``cache_dir`` and ``max_steps`` do
+        not change it.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        built = self._built
+        files = {
+            name: read_bytes(self._trial / name, f"the trial's {name}", bridge=_BRIDGE)
+            for name in ("traj_data.json", "initial_state.pddl")
+        }
+        files["game"] = canonical_json(built.data).encode()
+        record = {
+            "bridge": _BRIDGE,
+            "task_id": self.task_id,
+            "task_type": built.task_type,
+            "goal": built.goal,
+            "pddl_params": built.params,
+        }
+        return task_fingerprint(json.loads(json.dumps(record)), files)
 
     # -- the episode ------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from envharness.bridges.docqa.views import (
     plural,
     search_results,
 )
+from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,
@@ -220,6 +221,27 @@ class DocQAEnv(ActionableEnv):
     def task(self) -> Task:
         """The task: question, reference answers, evidence and distractor pages."""
         return self._task
+
+    def task_fingerprint(self) -> str:
+        """The hash of the task record the verifier reads: its id, question and answers.
+
+        ``evaluate()`` scores the answer against the reference answers only (the question says
+        what they answer), so those are the record; the corpus, the evidence pages and the
+        distractors are not read by the verifier and are left out. A ``tasks_file`` that reuses
+        this task id with other answers changes it; one holding the same task (a copy of the
+        built-in file) does not, nor do ``corpus_dir``, ``lines_per_page`` and ``max_steps``.
+        """
+        return cached_fingerprint(
+            self,
+            lambda: task_fingerprint(
+                {
+                    "bridge": _BRIDGE,
+                    "task_id": self._task.id,
+                    "question": self._task.question,
+                    "answers": list(self._task.answers),
+                }
+            ),
+        )
 
     @property
     def corpus(self) -> Corpus:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from envharness.bridges.checks import check_options, check_positive_int
+from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.gymnasium_env import _loader
 from envharness.bridges.gymnasium_env._loader import BRIDGE, DEFAULT_MAX_STEPS
 from envharness.bridges.gymnasium_env._state import OPTIONS, bad_state, parse_saved, state_schema
@@ -163,6 +165,37 @@ class GymnasiumEnv(ActionableEnv):
         if self.max_steps != self._default_steps:
             options["max_steps"] = self.max_steps
         return options
+
+    def task_fingerprint(self) -> str:
+        """The hash of what decides the verdict: the made env's id, entry point and kwargs.
+
+        The record is the env id, its entry point, the keyword arguments gymnasium made it with
+        (the constructor's JSON defaults, the registered ones and ``env_kwargs``, which change
+        dynamics or success, so an explicit default changes nothing; not the bridge's
+        ``render_mode``), gymnasium's time limit (CartPole succeeds by reaching it),
+        the domain that reads success and, for grid worlds, the map. ``max_steps`` (the agent's
+        budget) does not change it. Gymnasium's own code is not hashed.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        spec = self._env.spec
+        entry = spec.entry_point
+        if not isinstance(entry, str):
+            entry = f"{getattr(entry, '__module__', '?')}:{getattr(entry, '__qualname__', entry)}"
+        kwargs = {**_constructor_defaults(spec), **(spec.kwargs or {})}
+        kwargs.pop("render_mode", None)
+        record = {
+            "bridge": BRIDGE,
+            "task_id": self.task_id,
+            "env_id": spec.id,
+            "entry_point": entry,
+            "kwargs": json.loads(json.dumps(kwargs, default=repr)),
+            "time_limit": spec.max_episode_steps,
+            "domain": self._domain.family,
+            "map": list(getattr(self._domain, "rows", None) or []),
+        }
+        return task_fingerprint(record)
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -468,6 +501,25 @@ class GymnasiumEnv(ActionableEnv):
     def __repr__(self) -> str:
         extra = "".join(f" {k}={v!r}" for k, v in self.bridge_options().items())
         return f"<GymnasiumEnv task={self.task_id!r}{extra}>"
+
+
+def _json_safe(value: Any) -> bool:
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    return isinstance(value, list | tuple) and all(_json_safe(v) for v in value)
+
+
+def _constructor_defaults(spec: Any) -> dict[str, Any]:
+    """The JSON-able keyword defaults of the env's constructor (``{}`` when unreadable)."""
+    try:
+        parameters = inspect.signature(_loader._creator(spec)).parameters.values()
+    except Exception:  # a foreign entry point gymnasium could still make
+        return {}
+    return {
+        p.name: p.default
+        for p in parameters
+        if p.default is not inspect.Parameter.empty and _json_safe(p.default)
+    }
 
 
 def _number(value: float) -> str:

@@ -14,6 +14,7 @@ from envharness.bridges.checks import (
     check_saved_state,
     state_error,
 )
+from envharness.bridges.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
 from envharness.bridges.spreadsheet import solutions
 from envharness.bridges.spreadsheet._schema import MAX_READ_CELLS, STATE_SCHEMA, TOOLS
 from envharness.bridges.spreadsheet.cells import (
@@ -140,6 +141,23 @@ class SpreadsheetEnv(ActionableEnv):
     def task(self) -> Task:
         """The task record."""
         return self._task
+
+    def task_fingerprint(self) -> str:
+        """The hash of the task record and its two workbooks.
+
+        The verifier compares the answer position (in the record) of the episode's book with
+        the answer workbook; the episode's book starts as the input workbook, so both files'
+        bytes are covered. ``max_steps`` does not change it.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        task = self._task
+        files = {
+            "input.xlsx": read_bytes(task.input_path, "the input workbook", bridge=_BRIDGE),
+            "answer.xlsx": read_bytes(task.answer_path, "the answer workbook", bridge=_BRIDGE),
+        }
+        return task_fingerprint({"bridge": _BRIDGE, **task.to_dict()}, files)
 
     # -- the episode ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from envharness.bridges.checks import (
     check_saved_state,
     state_error,
 )
+from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.swe.oracle import oracle_plan, stage_candidates
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swe.tasks import Task, load_task, task_ids
@@ -278,6 +279,29 @@ class SweEnv(ActionableEnv):
     def task(self) -> Task:
         """The task (snapshot, issue, tests, gold patch)."""
         return self._task
+
+    def task_fingerprint(self) -> str:
+        """The hash of what the verifier runs: the snapshot, the hidden tests and the test ids.
+
+        The verifier writes the agent's changes over the repository snapshot, then the hidden
+        test files, and runs ``fail_to_pass`` and ``pass_to_pass``: the record is the task id
+        and both lists, the files are every file of ``repo/`` and ``hidden/`` (by relative
+        path). The issue text, the gold patch and the stages are not read by the verifier.
+        ``runtime``, ``image``, ``timeout`` and ``max_steps`` do not change it.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        task = self._task
+        files = {f"repo/{path}": data for path, data in task.files.items()}
+        files.update({f"hidden/{path}": data for path, data in task.hidden_files.items()})
+        record = {
+            "bridge": _BRIDGE,
+            "task_id": task.task_id,
+            "fail_to_pass": list(task.fail_to_pass),
+            "pass_to_pass": list(task.pass_to_pass),
+        }
+        return task_fingerprint(record, files)
 
     # -- the episode ------------------------------------------------------------------------
 

@@ -13,12 +13,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from envharness.bridges.checks import check_options, check_split
+from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.webshop import oracle
 from envharness.bridges.webshop.browser import BrowserEnv, _check_saved
 from envharness.bridges.webshop.catalogue import load_catalogue
@@ -145,6 +147,27 @@ class WebShopEnv(BrowserEnv):
         check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
         check_split(split, _SPLITS, bridge=_BRIDGE)
         return load_catalogue().task_ids(split)
+
+    def task_fingerprint(self) -> str:
+        """The hash of the task and of the products the verifier compares a purchase with.
+
+        The record is the task (instruction, target, attributes, options, budget) and every
+        product of the shop (type, category, price, attributes, options ...): the reward of a
+        purchase reads the bought product, whichever it is, and the target's type. The search
+        ranking is code, not data. ``max_steps``, ``chromium`` and ``timeout_ms`` do not change
+        it.
+        """
+        return cached_fingerprint(self, self._fingerprint)
+
+    def _fingerprint(self) -> str:
+        shop = self._catalogue
+        record = {
+            "bridge": _BRIDGE,
+            "task": dataclasses.asdict(self._task),
+            "shop": shop.shop,
+            "products": [dataclasses.asdict(p) for p in shop.products.values()],
+        }
+        return task_fingerprint(json.loads(json.dumps(record)))
 
     # -- the shop's view of the page ------------------------------------------------------------
 
