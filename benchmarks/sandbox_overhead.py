@@ -1,7 +1,9 @@
 """Overhead of the rules sandbox: template start, episode start, hook round trips, timeouts.
 
 Run: ``python benchmarks/sandbox_overhead.py [--calls N] [--episodes N]``. Prints a table and
-writes ``benchmarks/results/sandbox_overhead.json``. Round trips are measured twice: as the
+writes ``benchmarks/results/sandbox_overhead.json``. The identity hooks do not read ``state``, so
+it is not sent to them; one more row times a hook that reads a state that changes every call.
+Round trips are measured twice: as the
 scheduler places host and child (on a small VM they often land on different vCPUs, so every
 wake-up is a cross-CPU IPI), and with the whole process tree pinned to one CPU. A raw ``os.pipe``
 echo between two processes is measured the same ways, as the floor of this machine.
@@ -34,6 +36,11 @@ class _Rules:
 
     def filter_observation(self, observation, state):
         return observation
+"""
+READS_STATE = """
+class _Rules:
+    def filter_observation(self, observation, state):
+        return observation if state["step"] >= 0 else ""
 """
 HANG = """
 class _Rules:
@@ -94,6 +101,16 @@ def time_round_trips(calls: int) -> dict[str, dict[str, float]]:
                 hook()
                 samples.append(time.perf_counter() - started)
             results[name] = summary(samples, 1e6)
+    with RulesSandbox(READS_STATE).start_episode() as session:
+        states = [dict(STATE, step=i) for i in range(2)]  # a state that changes every call
+        for i in range(200 + calls):
+            started = time.perf_counter()
+            session.filter_observation("You walk north.", states[i % 2])
+            if i == 200:
+                samples = []
+            if i >= 200:
+                samples.append(time.perf_counter() - started)
+        results["filter_observation (reads a changing state)"] = summary(samples, 1e6)
     return results
 
 
@@ -191,10 +208,10 @@ def main() -> None:
         pinned = report["pinned_one_cpu"]
         rows += [(f"pinned: round trip {k}", "µs", v) for k, v in pinned["round_trip_us"].items()]
         rows.append(("pinned: raw os.pipe echo", "µs", pinned["raw_pipe_echo_us"]))
-    print(f"{'measure':44} {'unit':>4} {'median':>9} {'p90':>9} {'p99':>9} {'n':>6}")
+    print(f"{'measure':58} {'unit':>4} {'median':>9} {'p90':>9} {'p99':>9} {'n':>6}")
     for name, unit, stats in rows:
         print(
-            f"{name:44} {unit:>4} {stats['median']:9.2f} {stats['p90']:9.2f} "
+            f"{name:58} {unit:>4} {stats['median']:9.2f} {stats['p90']:9.2f} "
             f"{stats['p99']:9.2f} {stats['n']:6d}"
         )
     print("kernel protections:", json.dumps(report["kernel_protections"]))
