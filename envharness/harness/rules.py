@@ -187,10 +187,24 @@ class Rules(EnvHarness):
         return StepResult(observation, result.reward, result.terminated, result.truncated, info)
 
     def observe(self) -> str:
-        """The last observation the agent was shown (after the rules)."""
+        """The current state as the agent is shown it: the rules' view of the env's ``observe()``.
+
+        It is computed after a reset and at :meth:`mark_episode_start` (so ``Setups`` over
+        ``Rules`` start from the staged state, never from the last setup step's answer); after an
+        agent step it is that step's observation. Calling it runs no hook.
+        """
         if self._observation is None:
             return self.env.observe()
         return self._observation
+
+    def _mark_episode_start(self) -> None:
+        """Passes the mark down, then shows the staged state through ``filter_observation``."""
+        self.env.mark_episode_start()
+        observation = self.env.observe()
+        session = self._session
+        if session is not None and "filter_observation" in session.hooks:
+            observation = session.filter_observation(observation, self.env.get_env_state())
+        self._observation = observation
 
     def _end_session(self) -> None:
         if self._session is not None:

@@ -197,3 +197,19 @@ def test_a_replay_into_a_links_second_task_needs_cross_link(make_toy):
         rebuilt.close()
     with pytest.raises(SetupError, match="cross_link must be a bool"):
         Setups(make_toy(), [], cross_link="yes")  # type: ignore[arg-type]
+
+
+def test_setups_over_rules_start_from_the_rules_view_of_the_staged_state(make_toy):
+    shout = (
+        "class _Rules:\n"
+        "    def filter_observation(self, observation, state):\n"
+        "        return 'RULES SAY: ' + observation\n"
+    )
+    env = Setups(Rules(make_toy(), shout), [combine("10", "*", "10")])
+    try:
+        observation, _ = env.reset(seed=0)
+        assert observation.startswith("RULES SAY: Numbers left: 4 4 100")
+        assert "Last:" not in observation  # not the setup step's own answer
+        assert env.observe() == observation
+    finally:
+        env.close()
