@@ -22,9 +22,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from envharness.errors import DependencyNotInstalled
+from envharness._lazy import lazy_exports
 from envharness.rollout.batch import RolloutRequest, run_batch, run_rollouts
 from envharness.rollout.executors import Executor, LocalExecutor, WorkerLost, default_workers
 from envharness.rollout.factory import POLICY_FORMS, policy_factory
@@ -120,24 +120,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Imports the chat-model policy (the LangChain side of rollouts) on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    try:
-        module = importlib.import_module(_LAZY[name])
-    except ImportError as e:
-        if e.name is not None and e.name.split(".")[0] in ("langchain_core", "pydantic"):
-            raise DependencyNotInstalled(
-                "langchain-core", "rigger", purpose=f"envharness.rollout.{name}"
-            ) from e
-        raise
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)

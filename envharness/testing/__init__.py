@@ -20,9 +20,7 @@ This module imports nothing beyond the standard library and ``envharness`` itsel
 
 from __future__ import annotations
 
-from typing import Any
-
-from envharness.errors import DependencyNotInstalled
+from envharness._lazy import lazy_exports
 from envharness.testing.conformance import CHECKS, ConformanceReport, check_bridge
 from envharness.testing.fake import FakeEnv
 
@@ -31,24 +29,4 @@ __all__ = ["CHECKS", "ConformanceReport", "FakeEnv", "FakeToolCallingModel", "ch
 _LAZY = {"FakeToolCallingModel": "envharness.testing.chat_model"}
 
 
-def __getattr__(name: str) -> Any:
-    """Imports the helpers that need optional packages on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    try:
-        module = importlib.import_module(_LAZY[name])
-    except ImportError as e:
-        if e.name is not None and e.name.split(".")[0] in ("langchain_core", "pydantic"):
-            raise DependencyNotInstalled(
-                "langchain-core", "rigger", purpose=f"envharness.testing.{name}"
-            ) from e
-        raise
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)
