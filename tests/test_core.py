@@ -149,3 +149,17 @@ def toy_env():
     from envharness import load_bridge
 
     return load_bridge("toy24", task_id="4-4-10-10")
+
+
+def test_task_fingerprint_defaults_to_none_and_stacks_report_their_bridges(toy_env):
+    from envharness.harness import Setups
+
+    class Bare(type(toy_env)):
+        task_fingerprint = ActionableEnv.task_fingerprint
+
+    bare = Bare("4-4-10-10")
+    assert bare.task_fingerprint() is None  # "this bridge cannot say"
+    assert Setups(bare, []).task_fingerprint() is None
+    fingerprint = toy_env.task_fingerprint()
+    assert isinstance(fingerprint, str) and len(fingerprint) == 64
+    assert Setups(Setups(toy_env, []), []).task_fingerprint() == fingerprint

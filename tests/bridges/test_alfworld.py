@@ -658,3 +658,53 @@ def test_rig_cli_two_tasks(cache, tmp_path):
     assert (out / "trajectories" / "trajectories.jsonl").exists()
     for task in AlfWorldEnv.list_tasks("valid_seen", data_dir=DATA)[:2]:
         assert accepted_path(out, task).exists() or rejected_path(out, task).exists()
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def _copy_trial(task_id: str, root: Path) -> Path:
+    """A writable copy of one trial under ``root/json_2.1.1``; returns the trial's folder."""
+    import shutil
+
+    (source,) = [p for p in (DATA / "json_2.1.1").glob(f"*/{task_id}") if p.is_dir()]
+    target = root / "json_2.1.1" / source.parent.parent.name / task_id
+    shutil.copytree(source, target)
+    for path in target.iterdir():
+        path.chmod(0o644)
+    return target
+
+
+@needs_data
+def test_task_fingerprint_covers_the_trial_files_not_where_they_lie(make, cache, tmp_path):
+    env = make()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(act("look"))
+    assert env.task_fingerprint() == fingerprint
+    assert make(max_steps=3).task_fingerprint() == fingerprint
+    assert make(LAMP).task_fingerprint() != fingerprint
+    trial = _copy_trial(KEYCHAIN, tmp_path / "data")
+    moved = load_bridge(
+        "alfworld",
+        task_id=KEYCHAIN,
+        data_dir=str(tmp_path / "data"),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    try:
+        assert moved.task_fingerprint() == fingerprint
+    finally:
+        moved.close()
+    problem = trial / "initial_state.pddl"
+    problem.write_text(problem.read_text() + "\n; edited\n")
+    edited = load_bridge(
+        "alfworld",
+        task_id=KEYCHAIN,
+        data_dir=str(tmp_path / "data"),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    try:
+        assert edited.task_fingerprint() != fingerprint
+    finally:
+        edited.close()

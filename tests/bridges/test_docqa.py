@@ -447,3 +447,70 @@ def test_rig_cli_two_tasks(tmp_path):
         assert any(
             (out / s / f"{task}.json").exists() for s in ("accepted", "rejected", "undecided")
         )
+
+
+# -- task fingerprints: a spec cannot swap the answer key ----------------------------------------
+
+
+def _forged_tasks(tmp_path, answers):
+    """The built-in tasks file, with task SINGLE's answers replaced by ``answers``."""
+    from envharness.bridges.docqa import BUILTIN_TASKS
+
+    data = json.loads(BUILTIN_TASKS.read_text())
+    for task in data["tasks"]:
+        if task["id"] == SINGLE:
+            task["answers"] = answers
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_fingerprint_is_stable_across_instances_resets_and_neutral_options(make, tmp_path):
+    from envharness.bridges.docqa import BUILTIN_TASKS
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(search("employees"))
+    assert env.task_fingerprint() == fingerprint
+    assert make().task_fingerprint() == fingerprint
+    copy = tmp_path / "copy.json"
+    shutil.copy(BUILTIN_TASKS, copy)  # the same tasks, elsewhere
+    assert make(tasks_file=copy, max_steps=3).task_fingerprint() == fingerprint
+    assert make(CROSS).task_fingerprint() != fingerprint
+
+
+def test_other_answers_under_the_same_task_id_change_the_fingerprint(make, tmp_path):
+    real = make()
+    forged = make(tasks_file=_forged_tasks(tmp_path, ["anything"]))
+    assert forged.task_id == real.task_id and forged.task.question == real.task.question
+    assert forged.task_fingerprint() != real.task_fingerprint()
+
+
+def test_a_spec_pointed_at_a_forged_answer_key_is_refused(make, tmp_path):
+    from envharness import SpecError
+    from envharness.harness import HarnessSpec
+
+    forged_file = _forged_tasks(tmp_path, ["anything"])
+    forged = make(tasks_file=forged_file)
+    forged.reset()
+    forged.step(answer("anything"))
+    assert forged.evaluate().success  # the forgery works on an unpinned env
+    real = make()
+    data = json.loads(Setups(real, [search("employees year end")]).spec().to_json())
+    assert data["bridge"]["fingerprint"] == real.task_fingerprint()
+    data.pop("spec_id")  # the forger re-derives the id after the edit
+    data["bridge"]["options"]["tasks_file"] = str(forged_file)
+    spec = HarnessSpec.from_dict(data)
+    with pytest.raises(SpecError) as raised:
+        spec.build()
+    message = str(raised.value)
+    assert f"bridge 'docqa' task '{SINGLE}'" in message
+    assert real.task_fingerprint() in message and forged.task_fingerprint() in message
+    assert "tasks_file" in message and "re-rig" in message
+    # the real task file, named explicitly, is verdict-neutral and still builds
+    from envharness.bridges.docqa import BUILTIN_TASKS
+
+    data["bridge"]["options"]["tasks_file"] = str(BUILTIN_TASKS)
+    HarnessSpec.from_dict(data).build().close()

@@ -592,3 +592,59 @@ def test_episode_errors(lake):
     with pytest.raises(InvalidActionError, match="unexpected argument"):
         lake.step(Action("move_left", {"steps": 2}))
     assert not lake.evaluate().success and lake.evaluate().details["outcome"] is None
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_pins_the_env_and_the_kwargs_that_change_it(lake):
+    fingerprint = lake.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    lake.reset(seed=3)
+    lake.step(MOVE["move_right"])
+    assert lake.task_fingerprint() == fingerprint
+    same = [
+        make("FrozenLake-v1", env_kwargs=DRY, max_steps=5),
+        make("FrozenLake-v1", env_kwargs=DRY),
+    ]
+    try:
+        assert {env.task_fingerprint() for env in same} == {fingerprint}
+    finally:
+        for env in same:
+            env.close()
+    others = [
+        make("FrozenLake-v1"),  # slippery: other dynamics
+        make("FrozenLake-v1", env_kwargs={"is_slippery": False, "map_name": "8x8"}),
+        make("FrozenLake-v1", env_kwargs={"is_slippery": False, "desc": ["SH", "FG"]}),
+        make("FrozenLake-v1", env_kwargs={**DRY, "max_episode_steps": 7}),  # the time limit
+        make(CLIFF),
+    ]
+    try:
+        prints = [env.task_fingerprint() for env in others]
+        assert fingerprint not in prints and len(set(prints)) == len(prints)
+    finally:
+        for env in others:
+            env.close()
+
+
+def test_an_explicit_default_kwarg_keeps_the_fingerprint():
+    plain, explicit = make("FrozenLake-v1"), make("FrozenLake-v1", env_kwargs={"is_slippery": True})
+    try:
+        assert plain.task_fingerprint() == explicit.task_fingerprint()
+    finally:
+        plain.close()
+        explicit.close()
+
+
+def test_a_third_party_envs_fingerprint_follows_its_kwargs(counter_id):
+    envs = [
+        make(counter_id),
+        make(counter_id, env_kwargs={"target": 3}),
+        make(counter_id, env_kwargs={"target": 2}),
+    ]
+    try:
+        default, explicit, easier = (env.task_fingerprint() for env in envs)
+        assert default == explicit != easier
+    finally:
+        for env in envs:
+            env.close()

@@ -519,3 +519,42 @@ def test_rig_cli_two_tasks(tmp_path):
         ]
         assert any(path.exists() for path in outcomes), result.output
     assert (tmp_path / "trajectories" / "trajectories.jsonl").read_text().count("\n") >= 8
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_covers_the_record_and_both_workbooks(make, monkeypatch, tmp_path):
+    import shutil
+
+    from envharness.bridges.spreadsheet import tasks as tasks_module
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(write("Sales!F2", ["=D2*E2"]))
+    assert env.task_fingerprint() == fingerprint
+    assert make(max_steps=3).task_fingerprint() == fingerprint
+    assert make(SUMMARY).task_fingerprint() != fingerprint
+    copy = tmp_path / "workbooks"
+    shutil.copytree(tasks_module.WORKBOOK_DIR, copy)
+    monkeypatch.setattr(tasks_module, "WORKBOOK_DIR", copy)
+    assert make().task_fingerprint() == fingerprint  # the same bytes elsewhere
+    task = env.task
+    other = make(SUMMARY).task
+    shutil.copy(copy / other.answer_file, copy / task.answer_file)  # another answer key
+    assert make().task_fingerprint() != fingerprint
+
+
+def test_task_fingerprint_is_computed_once_per_env(make, monkeypatch):
+    from envharness.bridges.spreadsheet import env as env_module
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+
+    def unreadable(*args, **kwargs):
+        raise AssertionError("the fingerprint was computed again")
+
+    monkeypatch.setattr(env_module, "read_bytes", unreadable)
+    assert env.task_fingerprint() == fingerprint

@@ -610,3 +610,53 @@ def test_rig_two_tasks(tmp_path, docker_reason):
     for result in results:
         if result.status == "accepted":
             assert Path(result.accepted).exists()
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_covers_the_snapshot_hidden_tests_and_test_ids(local, monkeypatch):
+    import dataclasses
+
+    from envharness.bridges.swe import env as env_module
+
+    env = local()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(FIX)
+    assert env.task_fingerprint() == fingerprint
+    assert local(max_steps=3, timeout=5).task_fingerprint() == fingerprint
+    assert local(ALL_TASKS[0] if ALL_TASKS[0] != TASK else ALL_TASKS[1]).task_fingerprint() != (
+        fingerprint
+    )
+    task = load_task(TASK)
+    hidden = dict(task.hidden_files)
+    first = sorted(hidden)[0]
+    variants = [
+        dataclasses.replace(task, hidden_files={**hidden, first: hidden[first] + b"\n# x\n"}),
+        dataclasses.replace(task, pass_to_pass=()),
+        dataclasses.replace(task, files={**task.files, "extra.py": b""}),
+    ]
+    prints = set()
+    for variant in variants:
+        monkeypatch.setattr(env_module, "load_task", lambda task_id, v=variant: v)
+        prints.add(local().task_fingerprint())
+    assert fingerprint not in prints and len(prints) == len(variants)
+    # what the verifier does not read: the issue text and the stages
+    monkeypatch.setattr(
+        env_module,
+        "load_task",
+        lambda task_id: dataclasses.replace(task, problem_statement="Other words.", stages=()),
+    )
+    assert local().task_fingerprint() == fingerprint
+
+
+def test_task_fingerprint_does_not_depend_on_the_runtime(local, docker_reason):
+    if docker_reason is not None:
+        pytest.skip(f"the Docker runtime is unavailable here: {docker_reason}")
+    docker = load_bridge("swe", task_id=TASK, runtime="docker")
+    try:
+        assert docker.task_fingerprint() == local().task_fingerprint()
+    finally:
+        docker.close()

@@ -426,3 +426,54 @@ def test_rig_two_tasks(cache, tmp_path):
     for result in results:
         if result.status == "accepted":
             assert Path(result.accepted).exists()
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_covers_the_game_files_not_where_they_lie(make, cache, tmp_path):
+    import shutil
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(act("go south"))
+    assert env.task_fingerprint() == fingerprint
+    assert make(max_steps=3).task_fingerprint() == fingerprint
+    assert make(PILLOW).task_fingerprint() != fingerprint
+    # the same game in another cache, built on another day (Inform's serial number is the date)
+    for suffix in (".z8", ".json"):
+        shutil.copy(Path(cache) / f"{KEY}{suffix}", tmp_path / f"{KEY}{suffix}")
+    story = tmp_path / f"{KEY}.z8"
+    data = bytearray(story.read_bytes())
+    data[0x12:0x18] = b"991231"
+    story.write_bytes(bytes(data))
+    moved = load_bridge("textworld", task_id=KEY, cache_dir=str(tmp_path))
+    try:
+        assert moved.task_fingerprint() == fingerprint
+    finally:
+        moved.close()
+    # a game description with another objective is other task data
+    description = tmp_path / f"{KEY}.json"
+    game = json.loads(description.read_text())
+    game["objective"] = "Just look around."
+    description.write_text(json.dumps(game))
+    edited = load_bridge("textworld", task_id=KEY, cache_dir=str(tmp_path))
+    try:
+        assert edited.task_fingerprint() != fingerprint
+    finally:
+        edited.close()
+
+
+def test_task_fingerprint_is_computed_once_per_env(make, monkeypatch):
+    from envharness.bridges import textworld_env
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+
+    def unreadable(*args, **kwargs):
+        raise AssertionError("the fingerprint was computed again")
+
+    monkeypatch.setattr(textworld_env, "read_bytes", unreadable)
+    assert env.task_fingerprint() == fingerprint

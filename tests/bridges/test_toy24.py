@@ -670,3 +670,20 @@ def test_passes_the_conformance_suite(task_id):
     assert "save_state" in report.passed and "determinism" in report.passed
     moves = [combine("9", "+", "1"), UNDO, combine(task_id[0], "+", task_id[2]), UNDO]
     assert check_bridge(Toy24Env(task_id), actions=moves).passed
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_is_the_start_numbers_only():
+    env = Toy24Env("4-4-10-10")
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    env.step(Action("combine", {"a": "10", "op": "*", "b": "10"}))
+    assert env.task_fingerprint() == fingerprint
+    env.reset()
+    assert env.task_fingerprint() == fingerprint
+    assert Toy24Env("4-4-10-10", max_steps=3).task_fingerprint() == fingerprint
+    assert Toy24Env.from_state(env.save_state()).task_fingerprint() == fingerprint
+    assert Toy24Env("3-3-8-8").task_fingerprint() != fingerprint

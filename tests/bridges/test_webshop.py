@@ -545,3 +545,28 @@ def test_rig_two_tasks(browser_ready, tmp_path):
     for result in results:
         if result.status == "accepted":
             assert Path(result.accepted).exists()
+
+
+# -- task fingerprint ---------------------------------------------------------------------------
+
+
+def test_task_fingerprint_covers_the_task_and_the_products(make, monkeypatch):
+    import dataclasses
+
+    from envharness.bridges.webshop import env as env_module
+
+    env = make()
+    fingerprint = env.task_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    env.reset()
+    assert env.task_fingerprint() == fingerprint
+    assert make(max_steps=5, timeout_ms=5_000).task_fingerprint() == fingerprint
+    assert make(SHOES).task_fingerprint() != fingerprint
+    # a cheaper look-alike is other data for the verifier, though the task is unchanged
+    products = dict(SHOP.products)
+    first = next(iter(products))
+    products[first] = dataclasses.replace(products[first], price=products[first].price + 1)
+    monkeypatch.setattr(
+        env_module, "load_catalogue", lambda: dataclasses.replace(SHOP, products=products)
+    )
+    assert make().task_fingerprint() != fingerprint

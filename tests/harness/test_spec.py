@@ -176,3 +176,177 @@ def test_an_option_the_bridge_does_not_take_is_a_spec_error():
         spec.build()
     with pytest.raises(SpecError, match="'task_id' is not an option"):
         HarnessSpec(BridgeSpec("toy24", "4-4-10-10", {"task_id": "1-1-1-1"})).build()
+
+
+# -- task fingerprints: a spec pins what its verifier reads ------------------------------------
+
+OTHER = "ab" * 32  # a well-formed fingerprint of no task
+
+
+def test_from_env_records_the_bridges_fingerprint(stack, toy):
+    fingerprint = toy.task_fingerprint()
+    assert isinstance(fingerprint, str) and len(fingerprint) == 64
+    assert stack.task_fingerprint() == fingerprint  # a stack reports its bridge's
+    spec = stack.spec()
+    assert spec.bridge.fingerprint == fingerprint
+    assert spec.to_dict()["bridge"]["fingerprint"] == fingerprint
+    assert HarnessSpec.from_json(spec.to_json()) == spec
+
+
+def test_the_fingerprint_is_part_of_the_spec_id(toy):
+    pinned = toy.spec()
+    unpinned = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+    assert pinned.spec_id != unpinned.spec_id
+    assert "fingerprint" not in unpinned.to_dict()["bridge"]
+
+
+def test_a_spec_without_a_fingerprint_loads_keeps_its_id_and_builds():
+    import hashlib
+
+    legacy = {
+        "envharness_spec": 1,
+        "bridge": {"name": "toy24", "task_id": "4-4-10-10", "options": {}},
+        "components": [],
+    }
+    body = {"bridge": legacy["bridge"], "components": []}
+    old_id = hashlib.sha256(
+        json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()[:16]
+    spec = HarnessSpec.from_dict({**legacy, "spec_id": old_id})
+    assert spec.spec_id == old_id and spec.bridge.fingerprint is None
+    assert spec.to_dict()["bridge"] == legacy["bridge"]
+    env = spec.build()
+    try:
+        assert env.task_id == "4-4-10-10"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    "value", [None, 7, "", "abc", "AB" * 32, "g" * 64, "ab" * 33, ["ab" * 32]]
+)
+def test_a_malformed_fingerprint_is_refused(stack, value):
+    data = _data(stack)
+    data.pop("spec_id")
+    data["bridge"]["fingerprint"] = value
+    with pytest.raises(SpecError, match="bridge.fingerprint: expected 64 lowercase hex"):
+        HarnessSpec.from_dict(data)
+
+
+def test_an_edited_fingerprint_breaks_the_stored_spec_id(stack):
+    data = _data(stack)
+    data["bridge"]["fingerprint"] = OTHER
+    with pytest.raises(SpecError, match="spec_id .* does not match"):
+        HarnessSpec.from_dict(data)
+
+
+def test_build_refuses_a_bridge_whose_task_data_differ(stack):
+    data = _data(stack)
+    data.pop("spec_id")
+    data["bridge"]["fingerprint"] = OTHER
+    spec = HarnessSpec.from_dict(data)
+    with pytest.raises(SpecError) as raised:
+        spec.build()
+    message = str(raised.value)
+    assert "bridge 'toy24' task '4-4-10-10'" in message
+    assert stack.task_fingerprint() in message and OTHER in message
+    assert "point the bridge at other task data" in message and "data changed" in message
+    assert "re-rig" in message and "HarnessSpec.from_env(env)" in message
+
+
+def test_a_moved_task_id_keeps_its_old_fingerprint_and_is_refused(stack):
+    data = _data(stack)
+    data.pop("spec_id")
+    data["bridge"]["task_id"] = "3-3-8-8"
+    with pytest.raises(SpecError, match="bridge 'toy24' task '3-3-8-8' has task-data fingerprint"):
+        HarnessSpec.from_dict(data).build()
+
+
+class _Tracked:
+    """Registers a toy24 subclass under a test name whose fingerprint and close are controlled."""
+
+    def __init__(self, monkeypatch, fingerprint):
+        from envharness.bridges import registry
+        from envharness.bridges.toy24 import Toy24Env
+
+        closed = self.closed = []
+
+        class Tracked(Toy24Env):
+            bridge_name = "tracked"
+
+            def task_fingerprint(self):
+                return fingerprint
+
+            def close(self):
+                closed.append(self)
+
+        monkeypatch.setitem(registry._REGISTERED, "tracked", Tracked)
+        self.cls = Tracked
+
+
+def test_a_refused_bridge_is_closed(monkeypatch):
+    tracked = _Tracked(monkeypatch, OTHER)
+    spec = HarnessSpec(BridgeSpec("tracked", "4-4-10-10", {}, "cd" * 32))
+    with pytest.raises(SpecError, match=f"has task-data fingerprint {OTHER}"):
+        spec.build()
+    assert len(tracked.closed) == 1
+    built = HarnessSpec(BridgeSpec("tracked", "4-4-10-10", {}, OTHER)).build()
+    assert isinstance(built, tracked.cls) and not tracked.closed[1:]
+
+
+def test_a_bridge_that_cannot_say_records_none_and_cannot_check_a_pin(monkeypatch):
+    tracked = _Tracked(monkeypatch, None)
+    spec = tracked.cls("4-4-10-10").spec()
+    assert spec.bridge.fingerprint is None and "fingerprint" not in spec.to_dict()["bridge"]
+    spec.build()  # nothing to check
+    pinned = HarnessSpec(BridgeSpec("tracked", "4-4-10-10", {}, OTHER))
+    with pytest.raises(SpecError, match="reports no fingerprint, so the spec's pin cannot"):
+        pinned.build()
+
+
+def test_a_malformed_bridge_fingerprint_is_a_spec_error(monkeypatch):
+    tracked = _Tracked(monkeypatch, "not-a-hash")
+    with pytest.raises(SpecError, match=r"Tracked.task_fingerprint\(\) returned 'not-a-hash'"):
+        tracked.cls("4-4-10-10").spec()
+
+
+def test_a_links_second_spec_is_pinned_too(toy, make_toy):
+    from envharness.harness import Link
+
+    second = make_toy("3-3-8-8")
+    link = Link(toy, second)
+    data = json.loads(link.spec().to_json())
+    nested = data["components"][0]["config"]["second"]
+    assert nested["bridge"]["fingerprint"] == second.task_fingerprint()
+    assert data["bridge"]["fingerprint"] == toy.task_fingerprint()
+    HarnessSpec.from_dict(data).build().close()
+    nested.pop("spec_id")
+    nested["bridge"]["fingerprint"] = OTHER
+    data.pop("spec_id")
+    with pytest.raises(SpecError, match="bridge 'toy24' task '3-3-8-8' has task-data"):
+        HarnessSpec.from_dict(data).build()
+
+
+def test_accepted_specs_and_trajectories_carry_the_fingerprint(stack, toy):
+    from envharness.rollout.loop import rollout
+    from envharness.rollout.trajectory import Trajectory
+
+    class Script:
+        def __init__(self, actions):
+            self.actions = list(actions)
+
+        def start(self, instruction, tools):
+            self.queue = list(self.actions)
+
+        def act(self, observation):
+            return self.queue.pop(0)
+
+    fingerprint = toy.task_fingerprint()
+    accepted = stack.spec().with_lineage(Lineage(task="4-4-10-10", notes="accepted"))
+    assert json.loads(accepted.to_json())["bridge"]["fingerprint"] == fingerprint
+    trajectory = rollout(stack, Script([combine("100", "-", "4"), combine("96", "/", "4")]))
+    assert trajectory.success
+    assert trajectory.spec["bridge"]["fingerprint"] == fingerprint
+    assert trajectory.spec_id == stack.spec().spec_id
+    restored = Trajectory.from_json(trajectory.to_json())
+    assert HarnessSpec.from_dict(restored.spec).bridge.fingerprint == fingerprint
