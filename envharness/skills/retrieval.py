@@ -62,20 +62,22 @@ def _read_jsonl_bank(path: Path) -> list[Skill]:
             data = json.loads(line)
         except json.JSONDecodeError as e:
             raise SkillError(
-                f"{path} line {number} is not JSON, so the file is not a skill bank: {e}"
+                f"{path}:{number}: not a skill bank line (one skill as JSON per line): "
+                f"the line is not JSON ({e})"
             ) from e
         try:
             skills.append(Skill.from_dict(data))
         except SkillError as e:
-            raise SkillError(f"{path} line {number} is not a skill ({e}): not a skill bank") from e
+            raise SkillError(f"{path}:{number}: not a skill bank line: {e}") from e
     return skills
 
 
 def load_skills(source: SkillSource) -> list[Skill]:
     """The skills of ``source``: a path to a JSONL bank, a ``SkillBank`` or any iterable of Skill.
 
-    A path is read with ``SkillBank.load`` when :mod:`envharness.skills.bank` is available,
-    else line by line with :meth:`Skill.from_dict`.
+    A path may be a run directory (its bank is ``skills.jsonl``). It is read with
+    ``SkillBank.load`` when :mod:`envharness.skills.bank` is available, else line by line with
+    :meth:`Skill.from_dict`.
 
     Raises:
         SkillError: If the file is missing or is not a bank (naming the line), or an item is not
@@ -87,8 +89,10 @@ def load_skills(source: SkillSource) -> list[Skill]:
     """
     if isinstance(source, str | os.PathLike):
         path = Path(source)
-        if not path.exists():
-            raise SkillError(f"no skill bank at {str(path)!r}")
+        if path.is_dir():
+            path = path / "skills.jsonl"
+        if not path.is_file():
+            raise SkillError(f"no skill bank at {path}: the file does not exist")
         try:
             from envharness.skills.bank import SkillBank
         except ImportError:
@@ -107,13 +111,13 @@ def load_skills(source: SkillSource) -> list[Skill]:
 
 
 def skill_document(skill: Skill) -> str:
-    """The text a skill is retrieved by: its title, when, principle, steps and tags.
+    r"""The text a skill is retrieved by: its title, when, principle, steps and tags.
 
     Example:
         >>> from envharness.skills.records import Provenance
         >>> skill_document(Skill("Undo early", "a number is stuck", "Undo and retry.",
         ...     ("undo",), "pitfall", Provenance("toy24", "t", "s", False, False), ("toy24",)))
-        'Undo early\\na number is stuck\\nUndo and retry.\\nundo\\ntoy24'
+        'Undo early\na number is stuck\nUndo and retry.\nundo\ntoy24'
     """
     return "\n".join((skill.title, skill.when, skill.principle, *skill.steps, *skill.tags))
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import sys
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -142,16 +143,33 @@ def test_a_bank_file_is_read(tmp_path):
     assert load_skills(path) == BANK
     assert load_skills(str(path)) == BANK
     assert BM25Retriever(path).retrieve("heat an egg", 1) == [HEAT]
+    assert load_skills(tmp_path) == BANK  # a run directory: its skills.jsonl
 
 
-def test_a_file_that_is_not_a_bank_is_a_clear_error(tmp_path):
+@pytest.fixture(params=["bank", "fallback"])
+def reader(request, monkeypatch):
+    """Banks read with SkillBank.load, and with the fallback reader when bank.py is missing."""
+    if request.param == "fallback":
+        monkeypatch.setitem(sys.modules, "envharness.skills.bank", None)
+    else:
+        pytest.importorskip("envharness.skills.bank")
+    return request.param
+
+
+def test_a_bank_file_is_read_by_either_reader(tmp_path, reader):
+    write_bank(tmp_path / "skills.jsonl", BANK)
+    assert load_skills(tmp_path / "skills.jsonl") == BANK
+    assert load_skills(tmp_path) == BANK
+
+
+def test_a_file_that_is_not_a_bank_is_a_clear_error(tmp_path, reader):
     trajectories = tmp_path / "trajectories.jsonl"
     trajectories.write_text(json.dumps({"task_id": "t", "steps": []}) + "\n")
-    with pytest.raises(SkillError, match="line 1 is not a skill.*not a skill bank"):
+    with pytest.raises(SkillError, match=r"trajectories.jsonl:1: not a skill bank line"):
         BM25Retriever(trajectories)
     text = tmp_path / "notes.txt"
     text.write_text("heat the egg first\n")
-    with pytest.raises(SkillError, match="line 1 is not JSON"):
+    with pytest.raises(SkillError, match="notes.txt:1: not a skill bank line.*not JSON"):
         load_skills(text)
     with pytest.raises(SkillError, match="no skill bank at"):
         load_skills(tmp_path / "missing.jsonl")
