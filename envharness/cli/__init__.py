@@ -15,7 +15,7 @@ Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red 
 
 from __future__ import annotations
 
-from envharness.cli import audit, envs, report, rig, rollout  # noqa: F401 - registers the commands
+from envharness.cli import audit, envs, report, rig, rollout, skills  # noqa: F401 - registers the commands
 from envharness.cli._app import app
 
 __all__ = ["app"]

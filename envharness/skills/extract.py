@@ -1,0 +1,138 @@
+"""``extract_skills``: distil skills from trajectories with an extractor (offline by default).
+
+An extractor is any object with a ``name`` and ``extract(trajectory) -> list[Skill]``:
+
+- :class:`~envharness.skills.offline.OfflineExtractor` (the default): deterministic, no model;
+  procedures from successes, pitfalls from failure categories.
+- :class:`~envharness.skills.model_extractor.ModelExtractor`: any LangChain chat model.
+
+Success is always the bridge's own verdict (:attr:`Trajectory.success`), never a model's. Every
+skill's :class:`~envharness.skills.records.Provenance` names the source episode by its
+:class:`~envharness.rollout.store.RunStore` key (:meth:`RunStore.key_of`), its spec, whether
+the spec had harness components, and what the harness was rigged to teach (its lineage).
+
+Example:
+    >>> from envharness import load_bridge
+    >>> from envharness.rollout import OraclePolicy, rollout
+    >>> episode = rollout(load_bridge("toy24", task_id="4-4-10-10"), OraclePolicy(1.0, seed=0))
+    >>> [skill] = extract_skills([episode])
+    >>> skill.kind, skill.steps[0]
+    ('strategy', "combine(a=<number>, op='*', b=<number>)")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from envharness.rollout.store import RunStore
+from envharness.rollout.trajectory import Trajectory
+from envharness.skills.records import Provenance, Skill, SkillError
+
+__all__ = ["Extractor", "extract_skills", "harness_target", "is_harnessed", "provenance_of"]
+
+_TARGET_CHARS = 300
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """What :func:`extract_skills` drives: one episode in, its skills out."""
+
+    name: str
+
+    def extract(self, trajectory: Trajectory) -> list[Skill]:
+        """The skills one episode teaches (possibly none)."""
+        ...
+
+
+def is_harnessed(spec: Mapping[str, Any]) -> bool:
+    """Whether a trajectory's spec dict has harness components (else: the original env)."""
+    return bool(isinstance(spec, Mapping) and spec.get("components"))
+
+
+def harness_target(spec: Mapping[str, Any]) -> str:
+    """What the spec's harness was rigged to teach: its lineage notes and objective.
+
+    Returns ``""`` when the spec has no lineage (a bare bridge or a hand-made harness).
+
+    Example:
+        >>> harness_target({"lineage": {"notes": "one undo only",
+        ...                              "validation": {"objective": "sr:0.4-0.6"}}})
+        'one undo only (objective sr:0.4-0.6)'
+    """
+    lineage = spec.get("lineage") if isinstance(spec, Mapping) else None
+    if not isinstance(lineage, Mapping):
+        return ""
+    notes = str(lineage.get("notes") or "").strip()
+    validation = lineage.get("validation")
+    objective = ""
+    if isinstance(validation, Mapping):
+        objective = str(validation.get("objective") or "").strip()
+        direction = str(validation.get("direction") or "").strip()
+        if objective and direction:
+            objective = f"{objective}, {direction}"
+    if objective:
+        notes = f"{notes} (objective {objective})" if notes else f"objective {objective}"
+    return " ".join(notes.split())[:_TARGET_CHARS]
+
+
+def provenance_of(trajectory: Trajectory, extractor: str) -> Provenance:
+    """The provenance of a skill taught by ``trajectory``, written by ``extractor``.
+
+    The trajectory key is :meth:`RunStore.key_of` (``[spec_id, policy, seed]`` as JSON), the key
+    a run store files the episode under.
+    """
+    return Provenance(
+        bridge=trajectory.bridge or "?",
+        task_id=trajectory.task_id or "?",
+        spec_id=trajectory.spec_id or "?",
+        harnessed=is_harnessed(trajectory.spec),
+        success=trajectory.success,
+        trajectory_key=RunStore.key_of(trajectory),
+        extractor=extractor,
+        target=harness_target(trajectory.spec),
+    )
+
+
+def extract_skills(
+    trajectories: Iterable[Trajectory], extractor: Extractor | None = None
+) -> list[Skill]:
+    """The skills the episodes teach, in episode order, without exact duplicates.
+
+    Args:
+        trajectories: The episodes (successes and failures, as judged by their bridges).
+        extractor: Who writes the skills; ``None`` for an
+            :class:`~envharness.skills.offline.OfflineExtractor`.
+
+    Returns:
+        The skills; of several with the same :attr:`Skill.key` only the first is kept (a
+        :class:`~envharness.skills.bank.SkillBank` also drops near-duplicates).
+
+    Raises:
+        SkillError: If an item is not a trajectory, the extractor is not one, or it fails.
+    """
+    if extractor is None:
+        from envharness.skills.offline import OfflineExtractor
+
+        extractor = OfflineExtractor()
+    if not callable(getattr(extractor, "extract", None)):
+        raise SkillError(
+            f"expected an extractor with extract(trajectory), got {type(extractor).__name__}"
+        )
+    skills: list[Skill] = []
+    seen: set[str] = set()
+    for index, trajectory in enumerate(trajectories):
+        if not isinstance(trajectory, Trajectory):
+            raise SkillError(
+                f"trajectory {index}: expected a Trajectory, got {type(trajectory).__name__}"
+            )
+        for skill in extractor.extract(trajectory):
+            if not isinstance(skill, Skill):
+                raise SkillError(
+                    f"{getattr(extractor, 'name', type(extractor).__name__)} returned "
+                    f"{type(skill).__name__}, expected Skill"
+                )
+            if skill.key not in seen:
+                seen.add(skill.key)
+                skills.append(skill)
+    return skills
