@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +32,13 @@ if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
 
     from envharness.rollout.chat_context import ContextLimits
+    from envharness.skills.records import Skill
+    from envharness.skills.retrieval import SkillRetriever
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "DEFAULT_TOP_K",
+    "SKILLS_TEMPLATE",
     "ChatModelPolicy",
     "ChatModelPolicyFactory",
     "check_model_string",
@@ -69,6 +74,15 @@ you are about to take."""
 _NO_BUDGET = """\
 Your steps are limited, and a rejected or malformed action uses one too. Each observation \
 starts with "Step k": the step you are about to take."""
+
+SKILLS_TEMPLATE = "Useful skills:\n{skills}"
+"""The system prompt's last section: ``{skills}`` is one ``- `` item per skill shown.
+
+A skill text is shown as given; a :class:`~envharness.skills.records.Skill` from a bank as its
+:meth:`~envharness.skills.records.Skill.render` (headline, then numbered steps)."""
+
+DEFAULT_TOP_K = 3
+"""How many skills a bank or a retriever gives an episode unless ``top_k`` says otherwise."""
 
 _FORCED_CHOICE = "any"  # LangChain's provider-neutral "call some tool" (OpenAI: "required")
 _FENCE = re.compile(r"^\s*```")
@@ -242,13 +256,87 @@ def _check_options(
     if skills is None:
         skills = ()
     if isinstance(skills, str) or not isinstance(skills, Sequence):
-        raise PolicyError(f"skills: expected a list of str, got {type(skills).__name__}")
+        hint = " (a bank file? pass it as a pathlib.Path)" if isinstance(skills, str) else ""
+        raise PolicyError(
+            f"skills: expected a list of str, got {type(skills).__name__}{hint}; or a skill bank "
+            "(Skill objects, a SkillBank, the Path of a JSONL bank) or a SkillRetriever"
+        )
     for skill in skills:
         if not isinstance(skill, str) or not skill.strip():
             raise PolicyError(f"skills: expected non-empty str entries, got {skill!r}")
     if not isinstance(tool_calling, bool):
         raise PolicyError(f"tool_calling: expected a bool, got {tool_calling!r}")
     return system_prompt, tuple(s.strip() for s in skills)
+
+
+def _check_top_k(top_k: object) -> int:
+    if top_k is None:
+        return DEFAULT_TOP_K
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise PolicyError(f"top_k: expected a positive int (skills per episode), got {top_k!r}")
+    return top_k
+
+
+def _is_retriever(skills: object) -> bool:
+    return callable(getattr(skills, "retrieve", None))
+
+
+def _skill_bank(skills: object) -> list[Skill] | None:
+    """The skills of ``skills`` when it is a bank (an iterable of Skill), else ``None``."""
+    from envharness.skills.records import Skill
+
+    if skills is None or isinstance(skills, str | bytes | Mapping) or _is_retriever(skills):
+        return None
+    if not isinstance(skills, Iterable):
+        return None
+    items = list(skills)
+    if any(isinstance(item, Skill) for item in items):
+        if not all(isinstance(item, Skill) for item in items):
+            raise PolicyError(
+                "skills: expected all entries to be str or all to be Skill, not a mix"
+            )
+        return items
+    if not items and not isinstance(skills, Sequence):  # an empty SkillBank
+        return items
+    return None
+
+
+def _retriever_for(skills: object) -> SkillRetriever | None:
+    """A retriever for a bank (a Path, Skill objects, a SkillBank) or a retriever as is."""
+    from envharness.skills.retrieval import BM25Retriever
+
+    if _is_retriever(skills):
+        return skills  # type: ignore[return-value]
+    if isinstance(skills, os.PathLike):
+        return BM25Retriever(os.fspath(skills))
+    bank = _skill_bank(skills)
+    return None if bank is None else BM25Retriever(bank)
+
+
+def _skills_label(retriever: object, top_k: int) -> str:
+    """``+skills:METHOD@DIGEST:kK``: what a policy's description adds for its skill bank."""
+    describe = getattr(retriever, "describe", None)
+    name = describe() if callable(describe) else None
+    if not isinstance(name, str) or not name:
+        name = type(retriever).__name__
+    return f"+skills:{name}:k{top_k}"
+
+
+def _retrieve(retriever: SkillRetriever, instruction: str, top_k: int) -> list[Skill]:
+    from envharness.skills.records import Skill, SkillError
+
+    try:
+        shown = retriever.retrieve(instruction, top_k)
+    except SkillError:
+        raise
+    except Exception as e:
+        raise PolicyError(f"skill retrieval failed: {type(e).__name__}: {e}") from e
+    if not isinstance(shown, Sequence) or not all(isinstance(s, Skill) for s in shown):
+        raise PolicyError(
+            f"skill retrieval: {type(retriever).__name__}.retrieve() must return a list of "
+            f"Skill, got {type(shown).__name__}"
+        )
+    return list(shown)[:top_k]
 
 
 def _check_model_object(model: object) -> None:
@@ -361,19 +449,28 @@ class ChatModelPolicy:
         model: A LangChain chat model, or a model string for ``init_chat_model`` such as
             ``"google_genai:gemini-2.5-flash"``, ``"openai:gpt-4o-mini"`` or ``"ollama:llama3"``.
         system_prompt: The role description; :data:`DEFAULT_SYSTEM_PROMPT` when ``None``.
-        skills: Short texts appended to the system prompt under "Useful skills".
+        skills: Short texts shown in every episode under "Useful skills"; or a skill bank (Skill
+            objects, a ``SkillBank``, the ``pathlib.Path`` of a JSONL bank), searched with
+            :class:`~envharness.skills.retrieval.BM25Retriever`; or any
+            :class:`~envharness.skills.retrieval.SkillRetriever`. A bank or a retriever gives
+            each episode the ``top_k`` skills for its instruction, in :meth:`start`
+            (:data:`SKILLS_TEMPLATE`); :meth:`skills_shown` reports them for the trajectory.
         tool_calling: ``False`` uses the text protocol even when the model can call tools.
         force_tool_call: Bind the tools with ``tool_choice="any"`` (when the provider accepts it).
         history_turns: Turns sent in full; older observations become stubs (``None``: all).
         max_context_tokens: A budget for each call's messages (characters ÷ 4; ``None``: none).
         model_kwargs: Extra arguments for ``init_chat_model`` (with a model string only), e.g.
             ``{"temperature": 0}``.
+        top_k: Skills per episode from a bank or a retriever (:data:`DEFAULT_TOP_K` when
+            ``None``); a list of texts is shown whole.
 
     Raises:
         DependencyNotInstalled: If the model string's provider package has an envharness extra
-            and is missing (``google_genai`` → ``envharness[google]``), or langchain is missing.
+            and is missing (``google_genai`` → ``envharness[google]``), or langchain is missing,
+            or a bank is given and ``bm25s`` is missing (``envharness[skills]``).
         PolicyError: If the provider is unknown, its package is missing (naming it), the model
             cannot be built, or an argument has the wrong type.
+        SkillError: If the bank is not a skill bank (in :meth:`start`: if retrieval fails so).
 
     Example:
         >>> from envharness.testing import FakeEnv, FakeToolCallingModel
@@ -391,15 +488,20 @@ class ChatModelPolicy:
         self,
         model: Any,
         system_prompt: str | None = None,
-        skills: Sequence[str] | None = None,
+        skills: Sequence[str] | Iterable[Skill] | os.PathLike[str] | SkillRetriever | None = None,
         tool_calling: bool = True,
         *,
         force_tool_call: bool = True,
         history_turns: int | None = 5,
         max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
+        top_k: int | None = None,
     ) -> None:
-        self.system_prompt, self.skills = _check_options(system_prompt, skills, tool_calling)
+        self.top_k = _check_top_k(top_k)
+        self.retriever: SkillRetriever | None = _retriever_for(skills)
+        texts = None if self.retriever is not None else skills
+        self.system_prompt, self.skills = _check_options(system_prompt, texts, tool_calling)
+        self._shown: list[str | Skill] = []
         self.limits = _check_context(force_tool_call, history_turns, max_context_tokens)
         self.tool_calling = tool_calling
         self.force_tool_call = force_tool_call
@@ -431,16 +533,17 @@ class ChatModelPolicy:
     def start(
         self, instruction: str, tools: Sequence[ToolSpec], *, max_steps: int | None = None
     ) -> None:
-        """Binds the tools and opens the conversation with the system prompt.
+        """Binds the tools, retrieves the episode's skills, and opens the conversation.
 
         Args:
-            instruction: The task's instruction.
+            instruction: The task's instruction (also the query for the skill bank).
             tools: The tools the model may call.
             max_steps: The step budget, stated in the system prompt and in every ``Step k/N``.
 
         Raises:
-            PolicyError: If there are no tools, ``max_steps`` is not a positive int, or
-                ``bind_tools`` fails for a reason other than the model lacking tool calling.
+            PolicyError: If there are no tools, ``max_steps`` is not a positive int,
+                ``bind_tools`` fails for a reason other than the model lacking tool calling, or
+                the retriever fails or returns something other than a list of Skill.
         """
         from langchain_core.messages import SystemMessage
 
@@ -454,6 +557,10 @@ class ChatModelPolicy:
         if self.tool_calling:
             self._bind([tool.to_langchain() for tool in tools])
         self._instruction = str(instruction)
+        if self.retriever is not None:
+            self._shown = list(_retrieve(self.retriever, self._instruction, self.top_k))
+        else:
+            self._shown = list(self.skills)
         self.messages = [SystemMessage(content=self._system_text())]
         self._started = True
         self._step = 0
@@ -496,9 +603,26 @@ class ChatModelPolicy:
         """Tokens spent this episode, summed from each reply's ``usage_metadata``."""
         return dict(self._usage)
 
+    def skills_shown(self) -> list[dict[str, Any]]:
+        """The skills in this episode's system prompt, for the trajectory's ``skills`` field.
+
+        A retrieved skill is its :meth:`~envharness.skills.records.Skill.to_dict`; a skill text
+        is ``{"text": TEXT}``. Empty before :meth:`start`.
+        """
+        return [
+            {"text": skill} if isinstance(skill, str) else skill.to_dict() for skill in self._shown
+        ]
+
     def describe(self) -> str:
-        """The model's name: the model string, or the model object's name."""
-        return self.model_name
+        """The model's name (the model string, or the model object's name).
+
+        With a skill bank or a retriever, ``+skills:METHOD@DIGEST:kK`` follows
+        (``openai:gpt-4o-mini+skills:bm25@1a2b3c4d:k3``), so runs with and without skills, or
+        with different banks, are stored and compared apart.
+        """
+        if self.retriever is None:
+            return self.model_name
+        return self.model_name + _skills_label(self.retriever, self.top_k)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -539,8 +663,9 @@ class ChatModelPolicy:
             parts.append(_NO_BUDGET)
         else:
             parts.append(_BUDGET.format(max_steps=self.max_steps))
-        if self.skills:
-            parts.append("Useful skills:\n" + "\n".join(f"- {skill}" for skill in self.skills))
+        if self._shown:
+            items = [f"- {s if isinstance(s, str) else s.render()}" for s in self._shown]
+            parts.append(SKILLS_TEMPLATE.format(skills="\n".join(items)))
         return "\n\n".join(parts)
 
     def _headed(self, observation: str) -> str:
@@ -629,6 +754,11 @@ class ChatModelPolicyFactory:
     it raises :class:`~envharness.errors.PolicyError` rather than copying a live client. The seed
     is not used (LLM sampling is not seeded).
 
+    A skill bank is read here, once (so a file that is not a bank fails before any worker
+    starts), and indexed once per process. A bank given as a ``pathlib.Path`` pickles as the path
+    (each worker reads it again and checks that it has not changed); Skill objects pickle as
+    they are; a retriever object is shared like a model object, for thread executors only.
+
     Args:
         model: A model string for ``init_chat_model`` or a LangChain chat model.
         system_prompt: As for :class:`ChatModelPolicy`.
@@ -638,11 +768,13 @@ class ChatModelPolicyFactory:
         history_turns: As for :class:`ChatModelPolicy`.
         max_context_tokens: As for :class:`ChatModelPolicy`.
         model_kwargs: As for :class:`ChatModelPolicy`.
+        top_k: As for :class:`ChatModelPolicy`.
 
     Raises:
         DependencyNotInstalled: As for :class:`ChatModelPolicy` (checked here, before any
             worker starts; the model itself is built in the worker).
         PolicyError: As for :class:`ChatModelPolicy`.
+        SkillError: If the bank is not a skill bank.
 
     Example:
         >>> factory = ChatModelPolicyFactory("openai:gpt-4o-mini")  # doctest: +SKIP
@@ -654,15 +786,29 @@ class ChatModelPolicyFactory:
         self,
         model: Any,
         system_prompt: str | None = None,
-        skills: Sequence[str] | None = None,
+        skills: Sequence[str] | Iterable[Skill] | os.PathLike[str] | SkillRetriever | None = None,
         tool_calling: bool = True,
         *,
         force_tool_call: bool = True,
         history_turns: int | None = 5,
         max_context_tokens: int | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
+        top_k: int | None = None,
     ) -> None:
-        self.system_prompt, self.skills = _check_options(system_prompt, skills, tool_calling)
+        self.top_k = _check_top_k(top_k)
+        self.bank_path: str | None = None
+        self.bank: tuple[Skill, ...] | None = None
+        self.retriever: SkillRetriever | None = None
+        if isinstance(skills, os.PathLike):
+            self.bank_path = os.fspath(skills)
+        elif _is_retriever(skills):
+            self.retriever = skills  # type: ignore[assignment]
+        else:
+            bank = _skill_bank(skills)
+            self.bank = None if bank is None else tuple(bank)
+        has_bank = any(x is not None for x in (self.bank_path, self.bank, self.retriever))
+        texts = None if has_bank else skills
+        self.system_prompt, self.skills = _check_options(system_prompt, texts, tool_calling)
         self.limits = _check_context(force_tool_call, history_turns, max_context_tokens)
         self.tool_calling = tool_calling
         self.force_tool_call = force_tool_call
@@ -676,6 +822,10 @@ class ChatModelPolicyFactory:
             _check_model_object(model)
         self.model = model
         self._built: Any = None
+        self._index: SkillRetriever | None = None
+        self._skills_label = ""
+        if has_bank:
+            self._skills_label = _skills_label(self.skill_retriever(), self.top_k)
 
     def __call__(self, seed: int) -> ChatModelPolicy:
         """A fresh policy for one episode (the model is built on first use in this process)."""
@@ -684,21 +834,52 @@ class ChatModelPolicyFactory:
             if self._built is None:
                 self._built = _build_model(model, self.model_kwargs)
             model = self._built
+        retriever = self.skill_retriever()
         policy = ChatModelPolicy(
             model,
             self.system_prompt,
-            self.skills,
+            self.skills if retriever is None else retriever,
             self.tool_calling,
             force_tool_call=self.force_tool_call,
             history_turns=self.limits.turns,
             max_context_tokens=self.limits.max_tokens,
+            top_k=self.top_k,
         )
-        policy.model_name = self.describe()
+        policy.model_name = self._model_description()
         return policy
 
     def describe(self) -> str:
-        """The model string, or the model object's name."""
+        """The model string or the model object's name, and the skill bank's label if any.
+
+        The label is as for :meth:`ChatModelPolicy.describe` (``+skills:bm25@DIGEST:k3``).
+        """
+        return self._model_description() + self._skills_label
+
+    def _model_description(self) -> str:
         return self.model if isinstance(self.model, str) else _object_name(self.model)
+
+    def skill_retriever(self) -> SkillRetriever | None:
+        """The policies' retriever, built once per process (``None`` without a bank).
+
+        Raises:
+            PolicyError: If a bank file changed since the factory read it.
+        """
+        if self.retriever is not None:
+            return self.retriever
+        if self._index is None and (self.bank_path is not None or self.bank is not None):
+            from envharness.skills.retrieval import BM25Retriever
+
+            source: Any = self.bank_path if self.bank_path is not None else self.bank
+            index = BM25Retriever(source)
+            label = _skills_label(index, self.top_k)
+            if self._skills_label and label != self._skills_label:
+                raise PolicyError(
+                    f"the skill bank {self.bank_path!r} changed since this policy factory read "
+                    f"it ({self._skills_label[1:]} then, {label[1:]} now); the episodes of one "
+                    "run must see the same bank"
+                )
+            self._index = index
+        return self._index
 
     def __getstate__(self) -> dict[str, Any]:
         if not isinstance(self.model, str):
@@ -707,8 +888,16 @@ class ChatModelPolicyFactory:
                 "boundaries; give it a model string (e.g. 'google_genai:gemini-2.5-flash') to "
                 "run in worker processes, or run it with a thread executor"
             )
+        if self.retriever is not None:
+            raise PolicyError(
+                "a ChatModelPolicyFactory built on a retriever object "
+                f"({type(self.retriever).__name__}) cannot cross process boundaries; give it the "
+                "bank's path (pathlib.Path) or its Skill objects to run in worker processes "
+                "(they are searched with BM25), or run it with a thread executor"
+            )
         state = dict(self.__dict__)
         state["_built"] = None
+        state["_index"] = None
         return state
 
     def __repr__(self) -> str:

@@ -9,9 +9,18 @@ Accepted forms:
   file (JSON list, JSON lines or text lines, see :func:`~envharness.rollout.policies.load_script`);
 - ``PROVIDER:MODEL``: :class:`~envharness.rollout.chat.ChatModelPolicyFactory` for a LangChain chat
   model, e.g. ``google_genai:gemini-2.5-flash``, ``openai:gpt-4o-mini``, ``ollama:llama3``.
+
+``skills=BANK`` (the CLI's ``--skills``) equips a chat model with a skill bank: each episode's
+system prompt shows the ``top_k`` skills retrieved for its instruction. The offline policies
+(oracle, random, scripted) do not read prompts and ignore skills (:func:`uses_skills` says
+which policies read them).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
 
 from envharness.errors import PolicyError
 from envharness.rollout.chat import ChatModelPolicyFactory, check_model_string, model_providers
@@ -23,7 +32,7 @@ from envharness.rollout.policies import (
 )
 from envharness.rollout.policy import PolicyFactory
 
-__all__ = ["POLICY_FORMS", "policy_factory"]
+__all__ = ["POLICY_FORMS", "policy_factory", "uses_skills"]
 
 POLICY_FORMS = (
     "oracle",
@@ -44,22 +53,44 @@ def _accepted() -> str:
     )
 
 
-def policy_factory(policy: str | PolicyFactory) -> PolicyFactory:
+def uses_skills(factory: object) -> bool:
+    """Whether the policies of ``factory`` read skills (chat models do; offline policies not).
+
+    Example:
+        >>> uses_skills(policy_factory("oracle"))
+        False
+    """
+    return isinstance(factory, ChatModelPolicyFactory)
+
+
+def policy_factory(
+    policy: str | PolicyFactory,
+    *,
+    skills: str | os.PathLike[str] | Any = None,
+    top_k: int | None = None,
+) -> PolicyFactory:
     """Turns a ``--policy`` string into a policy factory; a factory is returned as is.
 
     Args:
         policy: A policy string (forms in the module docstring) or a ready factory.
+        skills: A skill bank for a chat model: the path of a JSONL bank (or of a run directory
+            holding ``skills.jsonl``), or anything :class:`~envharness.rollout.chat.
+            ChatModelPolicyFactory` takes as ``skills``. Offline policies ignore it.
+        top_k: Skills per episode (:data:`~envharness.rollout.chat.DEFAULT_TOP_K` when
+            ``None``).
 
     Returns:
         A picklable ``factory(seed) -> Policy`` (a chat model factory pickles because it holds
-        only the model string).
+        only the model string, and the bank's path).
 
     Raises:
         PolicyError: If the string is unknown or malformed, a skill is out of range, a script
             file is bad, or a model provider is unknown (listing the accepted forms), or its
-            package is missing.
+            package is missing; if ``skills`` is given with a ready factory.
         DependencyNotInstalled: If a model's provider package is missing and an envharness
-            extra installs it (``google_genai`` → ``envharness[google]``).
+            extra installs it (``google_genai`` → ``envharness[google]``), or ``bm25s`` for a
+            bank (``envharness[skills]``).
+        SkillError: If ``skills`` is not a skill bank.
 
     Example:
         >>> policy_factory("oracle:0.5")
@@ -68,6 +99,11 @@ def policy_factory(policy: str | PolicyFactory) -> PolicyFactory:
         'random'
     """
     if callable(policy) and not isinstance(policy, str):
+        if skills is not None:
+            raise PolicyError(
+                "skills apply to a policy string; give a ready policy factory its skills "
+                "itself (e.g. ChatModelPolicyFactory(model, skills=bank))"
+            )
         return policy
     if not isinstance(policy, str):
         raise PolicyError(
@@ -100,5 +136,7 @@ def policy_factory(policy: str | PolicyFactory) -> PolicyFactory:
             check_model_string(text)
         except PolicyError as e:
             raise PolicyError(f"unknown policy {text!r}: {e}; {_accepted()}") from e
-        return ChatModelPolicyFactory(text)
+        if isinstance(skills, str):
+            skills = Path(skills)
+        return ChatModelPolicyFactory(text, skills=skills, top_k=top_k)
     raise PolicyError(f"unknown policy {text!r}; {_accepted()}")

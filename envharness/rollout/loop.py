@@ -228,6 +228,7 @@ class _Episode:
             raise _EpisodeOver("env_error", _describe_error(e)) from e
         try:
             start_policy(policy, trajectory.instruction, list(self.tools), self.budget)
+            trajectory.skills = _skills_of(policy)
             attach = getattr(policy, "attach", None)
             if callable(attach):
                 attach(env)
@@ -414,6 +415,21 @@ def _usage_of(policy: Policy) -> dict[str, int]:
         return {}
 
 
+def _skills_of(policy: Policy) -> list[dict[str, Any]] | None:
+    """The skills the policy reports showing this episode (its ``skills_shown()``), if any."""
+    shown = getattr(policy, "skills_shown", None)
+    if not callable(shown):
+        return None
+    try:
+        skills = shown()
+        if not isinstance(skills, list) or not all(isinstance(s, dict) for s in skills):
+            raise TypeError(f"expected a list of dicts, got {reprlib.repr(skills)}")
+        return [dict(s) for s in skills]
+    except Exception as e:
+        _log.warning("%s.skills_shown() failed: %s", type(policy).__name__, e)
+        return None
+
+
 def _close(env: ActionableEnv) -> None:
     try:
         env.close()
@@ -482,6 +498,9 @@ def rollout(
     ``policy.attach(env)`` if the policy has it (privileged oracle policies only), then
     ``policy.act(observation)`` / ``env.step(action)`` until the env terminates or truncates, or
     ``max_steps`` agent steps (invalid ones included) are used, and finally ``env.evaluate()``.
+    A policy with a ``skills_shown()`` extra (a skill-equipped
+    :class:`~envharness.rollout.chat.ChatModelPolicy`) is asked after ``start`` which skills it
+    was shown; they are recorded in ``Trajectory.skills``.
 
     How an episode ends (``Trajectory.end_reason``):
 

@@ -100,6 +100,9 @@ class Trajectory:
         started_at: UNIX time the episode started.
         duration_seconds: Wall time of the whole episode.
         max_steps: The agent's budget.
+        skills: The skills the policy was shown, when it reports them (``skills_shown()``):
+            each a ``Skill.to_dict()``, or ``{"text": TEXT}`` for a plain skill text; ``None``
+            when the policy does not report skills (records written before this field too).
     """
 
     task_id: str
@@ -118,6 +121,7 @@ class Trajectory:
     started_at: float = 0.0
     duration_seconds: float = 0.0
     max_steps: int = 0
+    skills: list[dict[str, Any]] | None = None
 
     @property
     def success(self) -> bool:
@@ -160,6 +164,10 @@ class Trajectory:
         data["steps"] = [{f.name: getattr(s, f.name) for f in _STEP_FIELDS} for s in self.steps]
         data["evaluation"] = self.evaluation.to_dict() if self.evaluation is not None else None
         data["usage"] = dict(self.usage)
+        if self.skills is None:  # left out, so records of policies without skills stay as before
+            del data["skills"]
+        else:
+            data["skills"] = [dict(skill) for skill in self.skills]
         return data
 
     def to_json(self) -> str:

@@ -518,3 +518,271 @@ def test_context_options_are_checked_and_reach_the_factorys_policies():
         2,
         900,
     )
+
+
+# -- skill-equipped policies: a bank or a retriever gives each episode its top-k skills ----------
+
+
+def _skill(title, when, principle, steps, tags=(), kind="strategy"):
+    from envharness.skills.records import Provenance, Skill
+
+    origin = Provenance("alfworld", f"task-{title}", "spec0", False, kind == "strategy")
+    return Skill(title, when, principle, tuple(steps), kind, origin, tuple(tags))
+
+
+CLEAN_SKILL = _skill(
+    "Clean at the sinkbasin before placing",
+    "the task asks to put a clean object somewhere",
+    "Cleaning happens at the sinkbasin; take the object there first.",
+    ["take the object", "go to sinkbasin 1 and clean it", "put it in the target"],
+    tags=["clean"],
+)
+HEAT_SKILL = _skill(
+    "Heat with the microwave",
+    "the task asks to heat something",
+    "Heating is done with the microwave.",
+    ["take the object", "go to microwave 1 and heat it", "put it in the target"],
+    tags=["heat"],
+)
+SAY_SKILL = _skill(
+    "Say the target word",
+    "the task asks to say a word",
+    "Call say with exactly the word asked for.",
+    ["read the word in quotes", "say it"],
+    tags=["say", "word"],
+)
+SKILL_BANK = [HEAT_SKILL, CLEAN_SKILL, SAY_SKILL]
+CLEAN_MUG = "Your task is to: put a clean mug in coffeemachine."
+SAY = {"tool": "say", "args": {"text": "hello"}}
+
+
+def _write_bank(path, skills):
+    import json
+
+    path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in skills))
+    return path
+
+
+needs_bm25s = pytest.mark.skipif(
+    importlib.util.find_spec("bm25s") is None, reason="bm25s is not installed"
+)
+
+
+@needs_bm25s
+def test_a_bank_shows_the_model_the_top_k_skills_for_the_instruction():
+    from envharness.rollout.chat import SKILLS_TEMPLATE
+
+    env = FakeEnv()
+    model = FakeToolCallingModel(responses=[SAY])
+    policy = ChatModelPolicy(model, skills=SKILL_BANK, top_k=1)
+    policy.start(CLEAN_MUG, env.tools())
+    policy.act("You are in the middle of a room.")
+    system = model.calls[0][0].content
+    assert system.endswith(SKILLS_TEMPLATE.format(skills="- " + CLEAN_SKILL.render()))
+    assert "Useful skills:\n- Clean at the sinkbasin before placing (strategy)" in system
+    assert "  2. go to sinkbasin 1 and clean it" in system
+    assert "microwave" not in system
+    assert policy.skills_shown() == [CLEAN_SKILL.to_dict()]
+    assert policy.describe().startswith("fake-tool-calling+skills:bm25@")
+    assert policy.describe().endswith(":k1")
+
+    model = FakeToolCallingModel(responses=[SAY])
+    policy = ChatModelPolicy(model, skills=SKILL_BANK)  # top_k 3 by default: all three
+    policy.start("Your task is to: heat some egg.", env.tools())
+    policy.act("x")
+    assert [s["title"] for s in policy.skills_shown()][0] == HEAT_SKILL.title
+    assert len(policy.skills_shown()) == 3 and policy.top_k == 3
+
+
+@needs_bm25s
+def test_each_episode_retrieves_for_its_own_instruction():
+    env = FakeEnv()
+    policy = ChatModelPolicy(FakeToolCallingModel(), skills=SKILL_BANK, top_k=1)
+    policy.start(CLEAN_MUG, env.tools())
+    assert policy.skills_shown()[0]["title"] == CLEAN_SKILL.title
+    policy.start("heat an egg", env.tools())
+    assert policy.skills_shown()[0]["title"] == HEAT_SKILL.title
+    assert ChatModelPolicy(FakeToolCallingModel(), skills=SKILL_BANK).skills_shown() == []
+
+
+@needs_bm25s
+def test_the_skills_shown_are_recorded_in_the_trajectory():
+    from envharness.rollout import rollout
+    from envharness.rollout.trajectory import Trajectory
+
+    model = FakeToolCallingModel(responses=[SAY])
+    env = FakeEnv(instruction="Say the word 'hello'.")
+    trajectory = rollout(env, ChatModelPolicy(model, skills=SKILL_BANK, top_k=2))
+    assert trajectory.success
+    assert trajectory.skills is not None and trajectory.skills[0] == SAY_SKILL.to_dict()
+    assert len(trajectory.skills) == 2
+    assert "Say the target word (strategy)" in model.calls[0][0].content
+    again = Trajectory.from_json(trajectory.to_json())
+    assert again.skills == trajectory.skills and again.policy == trajectory.policy
+    assert "+skills:bm25@" in trajectory.policy
+
+
+def test_skill_texts_are_recorded_and_offline_policies_record_none(toy):
+    from envharness.rollout import rollout
+    from envharness.rollout.policies import RandomPolicy
+
+    model = FakeToolCallingModel(responses=[TEN_TIMES_TEN])
+    trajectory = rollout(toy, ChatModelPolicy(model, skills=["Aim for 4 * 6."]), max_steps=1)
+    assert trajectory.skills == [{"text": "Aim for 4 * 6."}]
+    assert trajectory.policy == "fake-tool-calling"  # texts do not change the name
+    assert rollout(FakeEnv(), ChatModelPolicy(FakeToolCallingModel(responses=[SAY]))).skills == []
+    offline = rollout(load_bridge("toy24", task_id="4-4-10-10"), RandomPolicy(0), max_steps=2)
+    assert offline.skills is None and "skills" not in offline.to_dict()
+
+
+@needs_bm25s
+def test_a_bank_path_and_an_empty_bank(tmp_path):
+    from pathlib import Path
+
+    env = FakeEnv()
+    path = _write_bank(tmp_path / "skills.jsonl", SKILL_BANK)
+    policy = ChatModelPolicy(FakeToolCallingModel(responses=[SAY]), skills=path, top_k=1)
+    policy.start(CLEAN_MUG, env.tools())
+    assert policy.skills_shown() == [CLEAN_SKILL.to_dict()]
+    policy = ChatModelPolicy(FakeToolCallingModel(responses=[SAY]), skills=Path(tmp_path))
+    policy.start(CLEAN_MUG, env.tools())
+    assert len(policy.skills_shown()) == 3  # a run directory: its skills.jsonl
+    empty = _write_bank(tmp_path / "empty.jsonl", [])
+    model = FakeToolCallingModel(responses=[SAY])
+    policy = ChatModelPolicy(model, skills=empty)
+    policy.start(CLEAN_MUG, env.tools())
+    policy.act("x")
+    assert policy.skills_shown() == [] and "Useful skills" not in model.calls[0][0].content
+
+
+def test_a_retriever_object_is_asked_for_each_episode():
+    class Keyword:
+        def __init__(self):
+            self.queries = []
+
+        def retrieve(self, instruction, k):
+            self.queries.append((instruction, k))
+            return [s for s in SKILL_BANK if s.tags[0] in instruction][:k]
+
+        def describe(self):
+            return "keyword"
+
+    retriever, env = Keyword(), FakeEnv()
+    model = FakeToolCallingModel(responses=[SAY])
+    policy = ChatModelPolicy(model, skills=retriever, top_k=2)
+    policy.start("heat an egg", env.tools())
+    policy.act("x")
+    assert retriever.queries == [("heat an egg", 2)]
+    assert policy.skills_shown() == [HEAT_SKILL.to_dict()]
+    assert "Heat with the microwave (strategy)" in model.calls[0][0].content
+    assert policy.describe() == "fake-tool-calling+skills:keyword:k2"
+
+
+def test_embedding_retrieval_through_the_policy():
+    from langchain_core.embeddings import Embeddings
+
+    from envharness.skills.retrieval import EmbeddingRetriever
+
+    class Words(Embeddings):
+        words = ("clean", "heat", "say")
+
+        def embed_documents(self, texts):
+            return [self.embed_query(text) for text in texts]
+
+        def embed_query(self, text):
+            return [float(text.lower().count(word)) for word in self.words]
+
+    model = FakeToolCallingModel(responses=[SAY])
+    policy = ChatModelPolicy(model, skills=EmbeddingRetriever(SKILL_BANK, Words()), top_k=1)
+    policy.start(CLEAN_MUG, FakeEnv().tools())
+    policy.act("x")
+    assert policy.skills_shown() == [CLEAN_SKILL.to_dict()]
+    assert "Clean at the sinkbasin" in model.calls[0][0].content
+    assert "+skills:embeddings(Words)@" in policy.describe()
+
+
+def test_skill_argument_errors(tmp_path):
+    from envharness.skills.records import SkillError
+
+    model = FakeToolCallingModel()
+    for bad in (0, -2, 1.5, True, "3"):
+        with pytest.raises(PolicyError, match="top_k: expected a positive int"):
+            ChatModelPolicy(model, skills=SKILL_BANK, top_k=bad)  # type: ignore[arg-type]
+        with pytest.raises(PolicyError, match="top_k: expected a positive int"):
+            ChatModelPolicyFactory(model, top_k=bad)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match="not a mix"):
+        ChatModelPolicy(model, skills=[CLEAN_SKILL, "heat first"])  # type: ignore[list-item]
+    with pytest.raises(PolicyError, match="a bank file\\? pass it as a pathlib.Path"):
+        ChatModelPolicy(model, skills=str(tmp_path / "skills.jsonl"))  # type: ignore[arg-type]
+    not_a_bank = tmp_path / "trajectories.jsonl"
+    not_a_bank.write_text('{"task_id": "t", "steps": []}\n')
+    with pytest.raises(SkillError, match="not a skill bank"):
+        ChatModelPolicy(model, skills=not_a_bank)
+    with pytest.raises(SkillError, match="no skill bank at"):
+        ChatModelPolicyFactory(model, skills=tmp_path / "missing.jsonl")
+
+
+def test_a_failing_or_bad_retriever_is_a_policy_error():
+    class Failing:
+        def retrieve(self, instruction, k):
+            raise ConnectionError("the index is down")
+
+    class Wrong:
+        def retrieve(self, instruction, k):
+            return ["a text, not a Skill"]
+
+    tools = FakeEnv().tools()
+    with pytest.raises(PolicyError, match="skill retrieval failed: ConnectionError"):
+        ChatModelPolicy(FakeToolCallingModel(), skills=Failing()).start("x", tools)
+    with pytest.raises(PolicyError, match="must return a list of Skill"):
+        ChatModelPolicy(FakeToolCallingModel(), skills=Wrong()).start("x", tools)
+
+
+@needs_bm25s
+def test_factory_with_a_bank_path_pickles_as_the_path(fake_init, tmp_path):
+    path = _write_bank(tmp_path / "skills.jsonl", SKILL_BANK)
+    factory = ChatModelPolicyFactory("my-model", skills=path, top_k=1)
+    assert factory.describe().startswith("my-model+skills:bm25@")
+    state = factory.__getstate__()
+    assert state["bank_path"] == str(path) and state["_index"] is None
+    copy = pickle.loads(pickle.dumps(factory))
+    assert copy._index is None and copy.describe() == factory.describe()
+    first, second = copy(0), copy(1)
+    assert first.retriever is second.retriever  # indexed once per process
+    assert first.describe() == factory.describe() and first.top_k == 1
+    first.start(CLEAN_MUG, FakeEnv().tools())
+    assert first.skills_shown() == [CLEAN_SKILL.to_dict()]
+    _write_bank(path, SKILL_BANK[:2])  # the bank changes under a worker
+    with pytest.raises(PolicyError, match="changed since this policy factory read it"):
+        pickle.loads(pickle.dumps(factory))(0)
+
+
+@needs_bm25s
+def test_factory_with_skill_objects_pickles_and_a_retriever_is_for_threads_only(fake_init):
+    from envharness.skills.retrieval import BM25Retriever
+
+    factory = ChatModelPolicyFactory("my-model", skills=SKILL_BANK, top_k=2)
+    copy = pickle.loads(pickle.dumps(factory))
+    assert copy.bank == tuple(SKILL_BANK) and copy.describe() == factory.describe()
+    live = ChatModelPolicyFactory("my-model", skills=BM25Retriever(SKILL_BANK))
+    assert live(0).retriever is live.retriever
+    assert live.describe() == factory.describe().replace(":k2", ":k3")
+    with pytest.raises(PolicyError, match="retriever object .* cannot cross process"):
+        pickle.dumps(live)
+    plain = ChatModelPolicyFactory("my-model", skills=None, top_k=5)  # a "none" arm
+    assert plain.describe() == "my-model" and plain(0).retriever is None
+
+
+@needs_bm25s
+def test_policy_strings_take_a_bank(fake_init, tmp_path):
+    from envharness.rollout.factory import policy_factory, uses_skills
+    from envharness.rollout.policies import OraclePolicyFactory
+
+    path = _write_bank(tmp_path / "skills.jsonl", SKILL_BANK)
+    factory = policy_factory("openai:my-model", skills=str(path), top_k=2)
+    assert isinstance(factory, ChatModelPolicyFactory) and uses_skills(factory)
+    assert factory.bank_path == str(path) and factory.top_k == 2
+    oracle = policy_factory("oracle", skills=path)
+    assert isinstance(oracle, OraclePolicyFactory) and not uses_skills(oracle)
+    with pytest.raises(PolicyError, match="skills apply to a policy string"):
+        policy_factory(oracle, skills=path)
