@@ -226,3 +226,127 @@ def test_a_binary_harness_file_is_one_line(runner, tmp_path):
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     result = invoke(runner, "--harness", path, "-k", 1, "--out", tmp_path / "run")
     assert result.exit_code == 2 and "is not a text file" in result.stderr
+
+
+# -- --skills BANK [--top-k K] ---------------------------------------------------------------
+
+
+def _toy_bank(path):
+    from envharness.skills.records import Provenance, Skill
+
+    origin = Provenance("toy24", "4-4-10-10", "spec0", False, True)
+    skills = [
+        Skill(
+            "Multiply toward 24",
+            "two numbers multiply to 24",
+            "Look for a product of 24 first.",
+            ("combine the two factors with *",),
+            "strategy",
+            origin,
+            ("toy24", "numbers"),
+        ),
+        Skill(
+            "Heat with the microwave",
+            "the task asks to heat something",
+            "Heating is done with the microwave.",
+            ("go to microwave 1 and heat it",),
+            "strategy",
+            origin,
+        ),
+    ]
+    path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in skills))
+    return path
+
+
+@pytest.fixture
+def fake_chat(monkeypatch):
+    """Chat models built by ``init_chat_model`` are scripted fakes that always call undo()."""
+    chat_models = pytest.importorskip("langchain.chat_models")
+    from envharness.testing import FakeToolCallingModel
+
+    built = []
+
+    def init_chat_model(model, **kwargs):
+        fake = FakeToolCallingModel(responses=[{"tool": "undo", "args": {}}] * 20, model_name=model)
+        built.append(fake)
+        return fake
+
+    monkeypatch.setattr(chat_models, "init_chat_model", init_chat_model)
+    return built
+
+
+needs_skill_model = pytest.mark.skipif(
+    importlib.util.find_spec("langchain_openai") is None
+    or importlib.util.find_spec("bm25s") is None,
+    reason="needs langchain-openai (for the 'openai:' policy string) and bm25s",
+)
+
+
+@needs_skill_model
+def test_skills_are_shown_to_a_chat_model_and_recorded(runner, tmp_path, fake_chat):
+    bank = _toy_bank(tmp_path / "skills.jsonl")
+    run_dir = tmp_path / "run"
+    args = ["toy24", "-n", 2, "-k", 1, "-p", "openai:fake", "-w", 1, "--max-steps", 1]
+    result = invoke(runner, *args, "--skills", bank, "--top-k", 1, "--out", run_dir)
+    assert result.exit_code == 0, result.output
+    assert f"skills: the top 1 of 2 skill(s) in {bank} per episode" in result.stderr
+    (model,) = fake_chat
+    assert len(model.calls) == 2
+    system = model.calls[0][0].content
+    assert "Useful skills:\n- Multiply toward 24 (strategy)" in system
+    assert "microwave" not in system
+    records = [json.loads(line) for line in lines_of(run_dir)]
+    assert [[s["title"] for s in r["skills"]] for r in records] == [["Multiply toward 24"]] * 2
+    (label,) = {r["policy"] for r in records}
+    assert label.startswith("openai:fake+skills:bm25@") and label.endswith(":k1")
+    assert f"with {label}" in result.stderr
+    # the same bank resumes; the run without skills is another policy, stored apart
+    again = invoke(runner, *args, "--skills", bank, "--top-k", 1, "--out", run_dir)
+    assert "2 already in" in again.stderr and "0 new" in again.stderr
+    plain = invoke(runner, *args, "--out", run_dir)
+    assert plain.exit_code == 0, plain.output
+    assert "2 new rollout(s)" in plain.stderr
+    assert [json.loads(line).get("skills") for line in lines_of(run_dir)][2:] == [[], []]
+
+
+def test_offline_policies_ignore_skills_and_say_so(runner, tmp_path):
+    bank = _toy_bank(tmp_path / "skills.jsonl")
+    run_dir = tmp_path / "run"
+    args = ["toy24", "-n", 1, "-k", 1, "-p", "oracle", "-w", 1, "--out", run_dir]
+    result = invoke(runner, *args, "--skills", bank)
+    assert result.exit_code == 0, result.output
+    assert "oracle:1 ignores skills" in result.stderr
+    assert "offline policies (oracle, random, scripted) do not read prompts" in result.stderr
+    assert "the 2 skill(s) in" in result.stderr
+    (record,) = [json.loads(line) for line in lines_of(run_dir)]
+    assert record["policy"] == "oracle:1" and "skills" not in record
+
+
+def test_a_bank_that_is_not_a_bank_is_a_clean_error(runner, tmp_path):
+    trajectories = tmp_path / "t.jsonl"
+    trajectories.write_text('{"task_id": "t", "steps": []}\n')
+    for policy in ("oracle", "random"):
+        result = invoke(runner, "toy24", "-p", policy, "--skills", trajectories, "--out", tmp_path)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("error: ") and "not a skill bank" in result.stderr
+        assert "Traceback" not in result.output
+    result = invoke(runner, "toy24", "--skills", tmp_path / "none.jsonl", "--out", tmp_path)
+    assert result.exit_code == 2 and "no skill bank at" in result.stderr
+
+
+@needs_skill_model
+def test_a_bad_bank_fails_before_a_chat_model_plays(runner, tmp_path, fake_chat):
+    text = tmp_path / "notes.txt"
+    text.write_text("heat the egg first\n")
+    result = invoke(runner, "toy24", "-p", "openai:fake", "--skills", text, "--out", tmp_path)
+    assert result.exit_code == 2 and "not a skill bank" in result.stderr
+    assert fake_chat == [] and not (tmp_path / "trajectories.jsonl").exists()
+
+
+def test_bad_top_k_is_a_usage_error(runner, tmp_path):
+    bank = _toy_bank(tmp_path / "skills.jsonl")
+    result = invoke(runner, "toy24", "--skills", bank, "--top-k", 0, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "--top-k" in result.output
+    result = invoke(runner, "toy24", "--top-k", 2, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "--top-k needs --skills BANK" in result.output
+    assert not (tmp_path / "run").exists()

@@ -145,6 +145,28 @@ def _print_errors(console: Console, trajectories: list[Trajectory], limit: int =
         console.print(Text(f"... and {len(errors) - limit} other error(s)", style="yellow"))
 
 
+def _say_skills(factory: Any, bank: Path) -> None:
+    """Says how the policy uses the bank: retrieved per episode, or ignored (offline policies)."""
+    from envharness.rollout.factory import uses_skills
+    from envharness.rollout.policy import describe_policy
+    from envharness.skills.retrieval import load_skills
+
+    err = _stderr()
+    if uses_skills(factory):
+        count = len(getattr(factory.skill_retriever(), "skills", ()))
+        text = f"skills: the top {factory.top_k} of {count} skill(s) in {bank} per episode"
+        err.print(Text(text))
+        return
+    count = len(load_skills(bank))  # a file that is not a bank is still an error
+    err.print(
+        Text(
+            f"note: {describe_policy(factory)} ignores skills: offline policies (oracle, random, "
+            f"scripted) do not read prompts, so the {count} skill(s) in {bank} are not used",
+            style="yellow",
+        )
+    )
+
+
 @app.command()
 @_clean_errors
 def rollout(
@@ -197,12 +219,27 @@ def rollout(
         typer.Option("--out", "-o", help="The run directory (default: runs/NAME)."),
     ] = None,
     option: BridgeOptions = None,
+    skills: Annotated[
+        Path | None,
+        typer.Option(
+            "--skills",
+            help="A skill bank (JSONL, or a run directory with skills.jsonl): a chat model is "
+            "shown the --top-k skills retrieved (BM25) for each task's instruction. Offline "
+            "policies ignore it.",
+        ),
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option("--top-k", min=1, help="Skills per episode with --skills (default: 3)."),
+    ] = None,
 ) -> None:
     """Play K episodes on each of N tasks with a policy; store them and summarize.
 
     Trajectories are appended to OUT/trajectories.jsonl as they finish. Running the same command
     again skips the episodes already stored (same spec, policy and seed), so an interrupted run
-    resumes where it stopped.
+    resumes where it stopped. With --skills the policy's name gets the bank's digest
+    (+skills:bm25@DIGEST:kK), so runs with different banks are stored apart, and each
+    trajectory records the skills its policy was shown.
     """
     from rich.progress import (
         BarColumn,
@@ -217,8 +254,12 @@ def rollout(
     from envharness.rollout.policy import describe_policy
     from envharness.rollout.store import RunStore
 
-    factory = policy_factory(policy)
+    if top_k is not None and skills is None:
+        raise typer.BadParameter("--top-k needs --skills BANK", param_hint="--top-k")
+    factory = policy_factory(policy, skills=skills, top_k=top_k)
     specs = _rollout_specs(name, tasks, split, harness, parse_options(option))
+    if skills is not None:
+        _say_skills(factory, skills)
     requests = [RolloutRequest(spec, seed + i, max_steps) for spec in specs for i in range(k)]
     run_dir = out if out is not None else Path("runs") / specs[0].bridge.name
     label = describe_policy(factory)
