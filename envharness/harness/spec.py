@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -172,6 +173,18 @@ def _bridge_fingerprint(layer: ActionableEnv) -> str | None:
     return value
 
 
+def _pinned_component(component: ComponentSpec) -> ComponentSpec:
+    """A Link component with its second spec(s) pinned; any other component as it is."""
+    second = component.config.get("second")
+    if component.type != "link" or not isinstance(second, Mapping):
+        return component
+    if "bridge" in second:
+        pinned: Any = HarnessSpec.from_dict(second).pinned().to_dict()
+    else:  # a branch link: {"success": spec, "failure": spec}
+        pinned = {k: HarnessSpec.from_dict(v).pinned().to_dict() for k, v in second.items()}
+    return ComponentSpec(component.type, {**component.config, "second": pinned})
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key, value in pairs:
@@ -208,7 +221,7 @@ class BridgeSpec:
         data: dict[str, Any] = {
             "name": self.name,
             "task_id": self.task_id,
-            "options": dict(self.options),
+            "options": copy.deepcopy(dict(self.options)),
         }
         if self.fingerprint is not None:
             data["fingerprint"] = self.fingerprint
@@ -223,8 +236,8 @@ class ComponentSpec:
     config: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The component spec as a plain dict."""
-        return {"type": self.type, "config": self.config}
+        """The component spec as a plain dict (a copy: editing it leaves the spec alone)."""
+        return {"type": self.type, "config": copy.deepcopy(self.config)}
 
 
 @dataclass(frozen=True)
@@ -320,20 +333,11 @@ class HarnessSpec:
                 task data, or the data changed).
             BridgeError: If the bridge or task cannot be loaded.
         """
-        from envharness.bridges.registry import load_bridge
-
         if len(self.components) > MAX_COMPONENTS:
             raise SpecError(
                 f"the spec stacks {len(self.components)} components; at most {MAX_COMPONENTS}"
             )
-        _check_options(self.bridge.options)
-        try:
-            env = load_bridge(self.bridge.name, task_id=self.bridge.task_id, **self.bridge.options)
-        except TypeError as e:  # an option the bridge's constructor does not take
-            raise SpecError(
-                f"bridge.options {sorted(self.bridge.options)} do not fit the "
-                f"{self.bridge.name!r} bridge: {e}"
-            ) from e
+        env = self._load_bridge()
         try:
             self._check_fingerprint(env)
             for component in self.components:
@@ -342,6 +346,41 @@ class HarnessSpec:
             env.close()
             raise
         return env
+
+    def pinned(self) -> HarnessSpec:
+        """A copy whose bridge, and each Link's second env, records its task fingerprint.
+
+        For a spec written by hand (``HarnessSpec(BridgeSpec(name, task_id, options))``), so
+        that what is derived from it (a rig's candidates and accepted specs) pins the task data
+        as a spec recorded with :meth:`from_env` does. Loads the bridge to read it, then closes
+        it. A fingerprint the spec already has is checked as :meth:`build` checks it.
+
+        Raises:
+            SpecError: If the spec's fingerprint does not match, or a Link's second spec is
+                malformed.
+            BridgeError: If the bridge or task cannot be loaded.
+        """
+        env = self._load_bridge()
+        try:
+            self._check_fingerprint(env)
+            fingerprint = _bridge_fingerprint(env)
+        finally:
+            env.close()
+        bridge = BridgeSpec(self.bridge.name, self.bridge.task_id, self.bridge.options, fingerprint)
+        components = tuple(_pinned_component(c) for c in self.components)
+        return HarnessSpec(bridge, components, self.lineage)
+
+    def _load_bridge(self) -> ActionableEnv:
+        from envharness.bridges.registry import load_bridge
+
+        _check_options(self.bridge.options)
+        try:
+            return load_bridge(self.bridge.name, task_id=self.bridge.task_id, **self.bridge.options)
+        except TypeError as e:  # an option the bridge's constructor does not take
+            raise SpecError(
+                f"bridge.options {sorted(self.bridge.options)} do not fit the "
+                f"{self.bridge.name!r} bridge: {e}"
+            ) from e
 
     def _check_fingerprint(self, env: ActionableEnv) -> None:
         """Refuses a built bridge whose task data is not what the spec recorded."""
@@ -436,7 +475,9 @@ class HarnessSpec:
                 _unknown_keys(raw.get("config", {}), frozenset(fields), f"component #{i} config")
             if raw["type"] == "rules":
                 check_rules_hash(raw.get("config", {}))
-            components.append(ComponentSpec(raw["type"], dict(raw.get("config", {}))))
+            components.append(
+                ComponentSpec(raw["type"], copy.deepcopy(dict(raw.get("config", {}))))
+            )
         lineage = None
         if data.get("lineage") is not None:
             if not isinstance(data["lineage"], Mapping):
@@ -448,7 +489,10 @@ class HarnessSpec:
                 raise SpecError(f"bad lineage: {e}") from e
         spec = cls(
             BridgeSpec(
-                bridge["name"], bridge["task_id"], dict(bridge.get("options", {})), fingerprint
+                bridge["name"],
+                bridge["task_id"],
+                copy.deepcopy(dict(bridge.get("options", {}))),
+                fingerprint,
             ),
             tuple(components),
             lineage,

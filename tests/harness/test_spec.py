@@ -222,9 +222,7 @@ def test_a_spec_without_a_fingerprint_loads_keeps_its_id_and_builds():
         env.close()
 
 
-@pytest.mark.parametrize(
-    "value", [None, 7, "", "abc", "AB" * 32, "g" * 64, "ab" * 33, ["ab" * 32]]
-)
+@pytest.mark.parametrize("value", [None, 7, "", "abc", "AB" * 32, "g" * 64, "ab" * 33, ["ab" * 32]])
 def test_a_malformed_fingerprint_is_refused(stack, value):
     data = _data(stack)
     data.pop("spec_id")
@@ -350,3 +348,42 @@ def test_accepted_specs_and_trajectories_carry_the_fingerprint(stack, toy):
     assert trajectory.spec_id == stack.spec().spec_id
     restored = Trajectory.from_json(trajectory.to_json())
     assert HarnessSpec.from_dict(restored.spec).bridge.fingerprint == fingerprint
+
+
+def test_pinned_records_the_fingerprint_of_a_hand_written_spec(toy, make_toy):
+    from envharness.harness import Link
+
+    by_hand = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
+    pinned = by_hand.pinned()
+    assert pinned.bridge.fingerprint == toy.task_fingerprint()
+    assert pinned == toy.spec() and pinned.pinned() == pinned
+    # what is derived from a pinned base (a rig's candidates) carries it
+    derived = HarnessSpec(pinned.bridge, Setups(toy, [combine("10", "*", "10")]).spec().components)
+    assert derived.to_dict()["bridge"]["fingerprint"] == toy.task_fingerprint()
+    # a Link's second spec, written by hand, is pinned too
+    link = Link(toy, make_toy("3-3-8-8")).spec()
+    data = link.to_dict()
+    data.pop("spec_id")
+    data["bridge"].pop("fingerprint")
+    second = data["components"][0]["config"]["second"]
+    second.pop("spec_id")
+    second["bridge"].pop("fingerprint")
+    unpinned = HarnessSpec.from_dict(data)
+    assert unpinned != link and unpinned.pinned() == link
+    forged = HarnessSpec(BridgeSpec("toy24", "4-4-10-10", {}, OTHER))
+    with pytest.raises(SpecError, match="has task-data fingerprint"):
+        forged.pinned()
+
+
+def test_editing_a_specs_dict_leaves_the_spec_alone(stack):
+    spec = stack.spec()
+    before = spec.spec_id
+    data = spec.to_dict()
+    data["bridge"]["options"]["x"] = 1
+    data["components"][0]["config"]["in_env_actions"].clear()
+    assert spec.spec_id == before and spec.components[0].config["in_env_actions"]
+    parsed = HarnessSpec.from_dict(spec.to_dict())
+    source = spec.to_dict()
+    parsed_again = HarnessSpec.from_dict(source)
+    source["components"][0]["config"]["in_env_actions"].clear()
+    assert parsed_again == parsed
