@@ -786,3 +786,14 @@ def test_policy_strings_take_a_bank(fake_init, tmp_path):
     assert isinstance(oracle, OraclePolicyFactory) and not uses_skills(oracle)
     with pytest.raises(PolicyError, match="skills apply to a policy string"):
         policy_factory(oracle, skills=path)
+
+
+def test_records_written_before_the_skills_field_still_load():
+    from envharness.rollout.trajectory import Trajectory
+
+    old = {"task_id": "t", "bridge": "fake", "spec_id": "s", "spec": {}, "seed": 0, "policy": "p"}
+    trajectory = Trajectory.from_dict(old)
+    assert trajectory.skills is None and "skills" not in trajectory.to_dict()
+    shown = Trajectory.from_dict({**old, "skills": [{"text": "Undo early."}]})
+    assert shown.skills == [{"text": "Undo early."}]
+    assert Trajectory.from_json(shown.to_json()).skills == [{"text": "Undo early."}]
