@@ -64,9 +64,14 @@ def word_similarity(a: Skill, b: Skill) -> float:
 
 
 def _bank_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` itself, or ``path/skills.jsonl`` when it is a directory."""
+    """``path/skills.jsonl`` for a run directory, else ``path`` itself.
+
+    A run directory is an existing directory, or a path that does not exist and has no suffix.
+    """
     where = Path(path)
-    return where / BANK_FILE if where.is_dir() else where
+    if where.is_dir() or (not where.suffix and not where.exists()):
+        return where / BANK_FILE
+    return where
 
 
 def _check_similarity(similarity: float | None) -> float | None:
@@ -83,8 +88,9 @@ class SkillBank:
     """An append-only, de-duplicated collection of skills, stored as JSONL or held in memory.
 
     Args:
-        path: The bank file, or a run directory (the bank is its ``skills.jsonl``); ``None``
-            for a bank in memory only. An existing file is loaded (see :meth:`load`); a missing
+        path: The bank file, or a run directory (the bank is its ``skills.jsonl``; a path that
+            does not exist yet is a directory when it has no suffix); ``None`` for a bank in
+            memory only. An existing file is loaded (see :meth:`load`); a missing
             one is created, with its parent folders, on the first :meth:`add`.
         similarity: The Jaccard threshold of the de-duplication rule (module docstring), or
             ``None`` to de-duplicate on :attr:`Skill.key` only.

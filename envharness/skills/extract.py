@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,8 +95,27 @@ def provenance_of(trajectory: Trajectory, extractor: str) -> Provenance:
     )
 
 
+def _with_lineage(trajectory: Trajectory, specs: Mapping[str, Any] | None) -> Trajectory:
+    """``trajectory`` with the spec dict of ``specs[spec_id]`` when its own has no lineage."""
+    if not specs or trajectory.spec_id not in specs:
+        return trajectory
+    if isinstance(trajectory.spec, Mapping) and trajectory.spec.get("lineage"):
+        return trajectory
+    spec = specs[trajectory.spec_id]
+    data = spec.to_dict() if callable(getattr(spec, "to_dict", None)) else spec
+    if not isinstance(data, Mapping):
+        raise SkillError(
+            f"specs[{trajectory.spec_id!r}]: expected a HarnessSpec or its dict, "
+            f"got {type(spec).__name__}"
+        )
+    return dataclasses.replace(trajectory, spec=dict(data))
+
+
 def extract_skills(
-    trajectories: Iterable[Trajectory], extractor: Extractor | None = None
+    trajectories: Iterable[Trajectory],
+    extractor: Extractor | None = None,
+    *,
+    specs: Mapping[str, Any] | None = None,
 ) -> list[Skill]:
     """The skills the episodes teach, in episode order, without exact duplicates.
 
@@ -103,6 +123,10 @@ def extract_skills(
         trajectories: The episodes (successes and failures, as judged by their bridges).
         extractor: Who writes the skills; ``None`` for an
             :class:`~envharness.skills.offline.OfflineExtractor`.
+        specs: The accepted specs by ``spec_id`` (``HarnessSpec`` or its dict). A trajectory
+            records the spec of the env it played, without lineage; with ``specs`` the
+            extractor sees the accepted spec, lineage included, so the skill says what the
+            harness was rigged to teach.
 
     Returns:
         The skills; of several with the same :attr:`Skill.key` only the first is kept (a
@@ -126,7 +150,7 @@ def extract_skills(
             raise SkillError(
                 f"trajectory {index}: expected a Trajectory, got {type(trajectory).__name__}"
             )
-        for skill in extractor.extract(trajectory):
+        for skill in extractor.extract(_with_lineage(trajectory, specs)):
             if not isinstance(skill, Skill):
                 raise SkillError(
                     f"{getattr(extractor, 'name', type(extractor).__name__)} returned "

@@ -99,7 +99,8 @@ class Abstraction:
       or a direction) that also occurs in some action; it becomes ``<object>`` (``<object2>``
       ...) or, when it follows a preposition in the instruction ("in sidetable", "from the
       floor"), ``<receptacle>`` (``<receptacle2>`` ...), numbered by first occurrence in the
-      instruction; an instance number after it ("sidetable 1") goes with it;
+      instruction; an instance number after it ("sidetable 1") goes with it, and a part of it
+      ("potato" of "red potato") gets the same placeholder;
     - other numbered instances in actions ("drawer 3") become ``<place>`` after a word such as
       ``to``/``from``/``open`` and ``<item>`` otherwise;
     - compass directions become ``<direction>``; numbers become ``<number>`` (in instruction
@@ -119,19 +120,34 @@ class Abstraction:
         tokens = _TOKEN.findall(_first_paragraph(instruction).lower())
         used = " " + " ".join(" ".join(_TOKEN.findall(t.lower())) for t in action_texts) + " "
         found: dict[str, tuple[int, str]] = {}  # name -> (first position, role)
+        alias: dict[str, str] = {}  # a name or a part of one -> the name
         for start, end in _phrases(tokens):
             role = _role(tokens, start)
-            for i in range(start, end):
-                for j in range(end, i, -1):
-                    name = " ".join(tokens[i:j])
-                    if name not in found and f" {name} " in used:
-                        found[name] = (i, role)
+            i = start
+            while i < end:  # the longest runs that occur in the actions, left to right
+                j = next((j for j in range(end, i, -1) if f" {' '.join(tokens[i:j])} " in used), i)
+                if j == i:
+                    i += 1
+                    continue
+                name = " ".join(tokens[i:j])
+                found.setdefault(name, (i, role))
+                for a in range(i, j):  # "potato" alone means the "red potato"
+                    for b in range(a + 1, j + 1):
+                        part = " ".join(tokens[a:b])
+                        if f" {part} " in used:
+                            alias.setdefault(part, name)
+                i = j
         counts: Counter[str] = Counter()
-        placeholders: dict[str, str] = {}
+        placeholder: dict[str, str] = {}
         for name, (_, role) in sorted(found.items(), key=lambda item: (item[1][0], item[0])):
             counts[role] += 1
-            placeholders[name] = f"<{role}>" if counts[role] == 1 else f"<{role}{counts[role]}>"
-        names = tuple(sorted(placeholders.items(), key=lambda item: (-len(item[0]), item[0])))
+            placeholder[name] = f"<{role}>" if counts[role] == 1 else f"<{role}{counts[role]}>"
+        names = tuple(
+            sorted(
+                ((part, placeholder[name]) for part, name in alias.items()),
+                key=lambda item: (-len(item[0]), item[0]),
+            )
+        )
         every = _TOKEN.findall(instruction.lower())
         numbers = {t for t in every if t.isdigit()} & set(_TOKEN.findall(used))
         return cls(names, frozenset(numbers))
