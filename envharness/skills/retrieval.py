@@ -17,10 +17,10 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from envharness.errors import DependencyNotInstalled
+from envharness.skills.bank import SkillBank
 from envharness.skills.records import Skill, SkillError
 
 if TYPE_CHECKING:
@@ -48,36 +48,11 @@ class SkillRetriever(Protocol):
         ...
 
 
-def _read_jsonl_bank(path: Path) -> list[Skill]:
-    """Reads a JSONL bank: one ``Skill.to_dict()`` object per non-blank line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SkillError(f"cannot read the skill bank {str(path)!r}: {e}") from e
-    skills = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SkillError(
-                f"{path}:{number}: not a skill bank line (one skill as JSON per line): "
-                f"the line is not JSON ({e})"
-            ) from e
-        try:
-            skills.append(Skill.from_dict(data))
-        except SkillError as e:
-            raise SkillError(f"{path}:{number}: not a skill bank line: {e}") from e
-    return skills
-
-
 def load_skills(source: SkillSource) -> list[Skill]:
     """The skills of ``source``: a path to a JSONL bank, a ``SkillBank`` or any iterable of Skill.
 
-    A path may be a run directory (its bank is ``skills.jsonl``). It is read with
-    ``SkillBank.load`` when :mod:`envharness.skills.bank` is available, else line by line with
-    :meth:`Skill.from_dict`.
+    A path is read with :meth:`~envharness.skills.bank.SkillBank.load` (a run directory: its
+    ``skills.jsonl``).
 
     Raises:
         SkillError: If the file is missing or is not a bank (naming the line), or an item is not
@@ -88,16 +63,7 @@ def load_skills(source: SkillSource) -> list[Skill]:
         []
     """
     if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if path.is_dir():
-            path = path / "skills.jsonl"
-        if not path.is_file():
-            raise SkillError(f"no skill bank at {path}: the file does not exist")
-        try:
-            from envharness.skills.bank import SkillBank
-        except ImportError:
-            return _read_jsonl_bank(path)
-        return list(SkillBank.load(path))
+        return list(SkillBank.load(source))
     if isinstance(source, Skill) or not isinstance(source, Iterable):
         raise SkillError(
             "expected skills as a list of Skill, a SkillBank or the path of a JSONL bank, got "

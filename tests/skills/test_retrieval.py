@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import sys
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -146,23 +145,7 @@ def test_a_bank_file_is_read(tmp_path):
     assert load_skills(tmp_path) == BANK  # a run directory: its skills.jsonl
 
 
-@pytest.fixture(params=["bank", "fallback"])
-def reader(request, monkeypatch):
-    """Banks read with SkillBank.load, and with the fallback reader when bank.py is missing."""
-    if request.param == "fallback":
-        monkeypatch.setitem(sys.modules, "envharness.skills.bank", None)
-    else:
-        pytest.importorskip("envharness.skills.bank")
-    return request.param
-
-
-def test_a_bank_file_is_read_by_either_reader(tmp_path, reader):
-    write_bank(tmp_path / "skills.jsonl", BANK)
-    assert load_skills(tmp_path / "skills.jsonl") == BANK
-    assert load_skills(tmp_path) == BANK
-
-
-def test_a_file_that_is_not_a_bank_is_a_clear_error(tmp_path, reader):
+def test_a_file_that_is_not_a_bank_is_a_clear_error(tmp_path):
     trajectories = tmp_path / "trajectories.jsonl"
     trajectories.write_text(json.dumps({"task_id": "t", "steps": []}) + "\n")
     with pytest.raises(SkillError, match=r"trajectories.jsonl:1: not a skill bank line"):
@@ -253,3 +236,13 @@ def test_embedding_errors_are_skill_errors():
         EmbeddingRetriever(BANK, object())  # type: ignore[arg-type]
     with pytest.raises(SkillError, match="k: expected a positive int"):
         EmbeddingRetriever(BANK, KeywordEmbeddings()).retrieve("heat", 0)
+
+
+def test_a_skill_bank_object_is_a_bank(tmp_path):
+    from envharness.skills.bank import SkillBank
+
+    bank = SkillBank(tmp_path)
+    bank.extend(BANK)
+    assert BM25Retriever(bank).retrieve("heat an egg", 1) == [HEAT]
+    assert BM25Retriever(SkillBank.load(tmp_path)).skills == tuple(bank)
+    assert BM25Retriever(SkillBank()).retrieve("heat an egg", 2) == []
