@@ -20,6 +20,8 @@ skills_app = typer.Typer(
 )
 app.add_typer(skills_app, name="skills")
 
+_HEADINGS = {"strategy": "strategies", "pitfall": "pitfalls"}
+
 
 def _origin(skill: Skill) -> str:
     origin = skill.provenance
@@ -75,6 +77,6 @@ def show(
         if not members:
             continue
         out.print()
-        out.print(f"[bold underline]{group}s[/] ({len(members)})")
+        out.print(f"[bold underline]{_HEADINGS.get(group, group)}[/] ({len(members)})")
         for number, skill in enumerate(members, 1):
             _print_skill(out, number, skill)

@@ -43,7 +43,7 @@ def test_show_groups_by_kind_with_provenance(bank):
     assert result.exit_code == 0, result.output
     out = result.output
     assert "2 of 2 skill(s) shown" in out
-    assert out.index("strategys (1)") < out.index("Multiply first") < out.index("pitfalls (1)")
+    assert out.index("strategies (1)") < out.index("Multiply first") < out.index("pitfalls (1)")
     assert "1. combine(a=<number>, op='*', b=<number>)" in out
     assert "toy24 task 4-4-10-10 · spec spec1 (original) · success · by offline" in out
     assert 'trajectory ["spec1","oracle:1",0]' in out
