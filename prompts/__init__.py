@@ -7,6 +7,8 @@
   ``designer_nudge``: the reminder sent once when it stops without a submission.
 - ``diagnoser``: the diagnoser's system prompt (``{objective}``, ``{hints}``);
   ``diagnoser_task``: its message with the baseline.
+- ``skill_extractor``: the model skill extractor's system prompt; ``skill_extractor_task``: its
+  message with one episode.
 - ``hints_<bridge>``: notes on one built-in bridge (what its state means, which perturbations
   are natural), read with :func:`load_hints`.
 
