@@ -12,6 +12,9 @@ statistics look for them and do without when they are absent:
   :func:`policy_usage`.
 - ``describe() -> str``: a short, stable name for reports (``"random"``, ``"oracle:0.5"``,
   ``"openai:gpt-4o-mini"``); read with :func:`describe_policy`. Factories offer it too.
+- ``skills_shown() -> list``: the skills the policy was given this episode (a skill-equipped
+  :class:`~envharness.rollout.chat.ChatModelPolicy` reports them); the loop records them in
+  ``Trajectory.skills``.
 - ``attach(env)``: privileged access to the environment (see :class:`PrivilegedPolicy`). Only
   calibrated test policies such as :class:`~envharness.rollout.policies.OraclePolicy` have it;
   the loop calls ``policy.attach(env)`` right after ``env.reset`` when the policy has it.

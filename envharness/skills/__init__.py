@@ -6,6 +6,8 @@
 - :mod:`~envharness.skills.offline`: ``OfflineExtractor`` (the default, no model).
 - :mod:`~envharness.skills.model_extractor`: ``ModelExtractor`` over any LangChain chat model
   (LangChain is imported only when it runs).
+- :mod:`~envharness.skills.retrieval`: ``BM25Retriever`` (bm25s) and ``EmbeddingRetriever`` (any
+  LangChain ``Embeddings``): the top-k skills for a task's instruction.
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ from envharness.skills.extract import Extractor, extract_skills, harness_target,
 from envharness.skills.model_extractor import ModelExtractor
 from envharness.skills.offline import Abstraction, OfflineExtractor
 from envharness.skills.records import SKILL_KINDS, Provenance, Skill, SkillError, SkillKind
-
-# retrieval
+from envharness.skills.retrieval import (
+    BM25Retriever,
+    EmbeddingRetriever,
+    SkillRetriever,
+    bank_digest,
+    load_skills,
+    skill_document,
+)
 
 __all__ = [
     "BANK_FILE",
@@ -34,4 +42,10 @@ __all__ = [
     "harness_target",
     "provenance_of",
     # retrieval
+    "BM25Retriever",
+    "EmbeddingRetriever",
+    "SkillRetriever",
+    "bank_digest",
+    "load_skills",
+    "skill_document",
 ]

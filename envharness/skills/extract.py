@@ -26,13 +26,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import Trajectory
-from envharness.skills.records import Provenance, Skill, SkillError
+from envharness.skills.provenance import harness_target, is_harnessed, provenance_of
+from envharness.skills.records import Skill, SkillError
 
 __all__ = ["Extractor", "extract_skills", "harness_target", "is_harnessed", "provenance_of"]
-
-_TARGET_CHARS = 300
 
 
 @runtime_checkable
@@ -44,55 +42,6 @@ class Extractor(Protocol):
     def extract(self, trajectory: Trajectory) -> list[Skill]:
         """The skills one episode teaches (possibly none)."""
         ...
-
-
-def is_harnessed(spec: Mapping[str, Any]) -> bool:
-    """Whether a trajectory's spec dict has harness components (else: the original env)."""
-    return bool(isinstance(spec, Mapping) and spec.get("components"))
-
-
-def harness_target(spec: Mapping[str, Any]) -> str:
-    """What the spec's harness was rigged to teach: its lineage notes and objective.
-
-    Returns ``""`` when the spec has no lineage (a bare bridge or a hand-made harness).
-
-    Example:
-        >>> harness_target({"lineage": {"notes": "one undo only",
-        ...                              "validation": {"objective": "sr:0.4-0.6"}}})
-        'one undo only (objective sr:0.4-0.6)'
-    """
-    lineage = spec.get("lineage") if isinstance(spec, Mapping) else None
-    if not isinstance(lineage, Mapping):
-        return ""
-    notes = str(lineage.get("notes") or "").strip()
-    validation = lineage.get("validation")
-    objective = ""
-    if isinstance(validation, Mapping):
-        objective = str(validation.get("objective") or "").strip()
-        direction = str(validation.get("direction") or "").strip()
-        if objective and direction:
-            objective = f"{objective}, {direction}"
-    if objective:
-        notes = f"{notes} (objective {objective})" if notes else f"objective {objective}"
-    return " ".join(notes.split())[:_TARGET_CHARS]
-
-
-def provenance_of(trajectory: Trajectory, extractor: str) -> Provenance:
-    """The provenance of a skill taught by ``trajectory``, written by ``extractor``.
-
-    The trajectory key is :meth:`RunStore.key_of` (``[spec_id, policy, seed]`` as JSON), the key
-    a run store files the episode under.
-    """
-    return Provenance(
-        bridge=trajectory.bridge or "?",
-        task_id=trajectory.task_id or "?",
-        spec_id=trajectory.spec_id or "?",
-        harnessed=is_harnessed(trajectory.spec),
-        success=trajectory.success,
-        trajectory_key=RunStore.key_of(trajectory),
-        extractor=extractor,
-        target=harness_target(trajectory.spec),
-    )
 
 
 def _with_lineage(trajectory: Trajectory, specs: Mapping[str, Any] | None) -> Trajectory:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envharness.rollout.trajectory import Trajectory
-from envharness.skills.extract import provenance_of
+from envharness.skills.provenance import provenance_of
 from envharness.skills.records import Skill, SkillError
 
 __all__ = ["SKILL_TOOL", "SKILL_TOOL_NAME", "ModelExtractor"]

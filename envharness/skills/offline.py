@@ -23,7 +23,7 @@ from typing import Any
 
 from envharness.rollout.stats import failure_category, find_loop
 from envharness.rollout.trajectory import Step, Trajectory
-from envharness.skills.extract import provenance_of
+from envharness.skills.provenance import provenance_of
 from envharness.skills.records import Skill
 
 __all__ = ["Abstraction", "OfflineExtractor"]
