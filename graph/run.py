@@ -231,8 +231,13 @@ def rig(
                     result = _result(task_id, snapshot.values, True, True)
                 else:
                     spec = base_spec or HarnessSpec(BridgeSpec(bridge, task_id, options))
-                    start = None if resumed else {"task_id": task_id, "base_spec": spec.to_dict()}
                     try:
+                        # The base pins its task data, so every candidate and accepted spec does.
+                        start = (
+                            None
+                            if resumed
+                            else {"task_id": task_id, "base_spec": spec.pinned().to_dict()}
+                        )
                         graph.invoke(start, config, context=context)
                     except EnvHarnessError as e:  # kept in the checkpoint: a re-run resumes
                         result = TaskResult(task_id, "failed", f"{type(e).__name__}: {e}")

@@ -200,3 +200,15 @@ def test_show_refuses_binary_and_deep_files_in_one_line(tmp_path, content, match
     result = CliRunner().invoke(app, ["show", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert match in result.output
+
+
+def test_accepted_specs_pin_the_task_data(tmp_path):
+    from envharness.harness import HarnessSpec
+
+    context = RiggerContext(run_dir=str(tmp_path), policy="oracle:1.0", objective="sr:0.8-1.0")
+    (result,) = rig("toy24", TASKS[:1], context)
+    assert result.status == "accepted", result.reason
+    spec = HarnessSpec.from_json(Path(result.accepted).read_text())
+    fingerprint = spec.bridge.fingerprint
+    assert fingerprint is not None and len(fingerprint) == 64
+    spec.build().close()  # the data still match
