@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -388,10 +389,14 @@ def _base_spec(spec: HarnessSpec, validation: Mapping[str, Any], path: Path) -> 
     parent = spec.lineage.parent if spec.lineage is not None else None
     if parent is None:
         return None
-    for cut in range(len(spec.components) - 1, -1, -1):  # older runs: find the parent's id
-        prefix = HarnessSpec(spec.bridge, spec.components[:cut])
-        if prefix.spec_id == parent:
-            return prefix
+    # Older runs: find the parent's id among the prefixes (with the bridge's task fingerprint,
+    # or without it, as parents were recorded before specs pinned their task data).
+    unpinned = dataclasses.replace(spec.bridge, fingerprint=None)
+    for cut in range(len(spec.components) - 1, -1, -1):
+        for bridge in (spec.bridge, unpinned):
+            prefix = HarnessSpec(bridge, spec.components[:cut])
+            if prefix.spec_id == parent:
+                return HarnessSpec(spec.bridge, spec.components[:cut])
     return None
 
 

@@ -547,7 +547,12 @@ def _sample_trials() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", _sample_trials())
 def test_hide_candidates_on_every_sample_trial(make, task_id):
-    """Every candidate hides each object of the task's class; the oracle still wins from it."""
+    """Every candidate hides each object of the task's class; the oracle still wins from one.
+
+    ``stage_candidates()`` itself keeps only candidates ALFWorld's expert wins from; the test
+    replays the oracle through the real rollout loop from the first one of each trial (every
+    candidate would take ~13 minutes of CI).
+    """
     env = make(task_id)
     stages = env.stage_candidates()
     if not stages:
@@ -570,8 +575,11 @@ def test_hide_candidates_on_every_sample_trial(make, task_id):
         state = staged.get_env_state()
         assert state["moves"] == 0 and state["inventory"] == [] and state["last_command"] == ""
         assert place not in state["opened"] and state["location"] != place
-        trajectory = rollout(staged, OraclePolicy(1.0), seed=0)
-        assert trajectory.success, (task_id, hidden)
+        if stage is stages[0]:
+            trajectory = rollout(staged, OraclePolicy(1.0), seed=0)
+            assert trajectory.success, (task_id, hidden)
+        else:
+            staged.close()
 
 
 TRUNCATE_ROOM = """

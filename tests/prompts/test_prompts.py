@@ -36,6 +36,8 @@ EXPECTED_PLACEHOLDERS = {
     "designer_nudge": set(),
     "diagnoser": {"objective", "hints"},
     "diagnoser_task": {"task_id", "bridge", "instruction", "baseline", "reply_format"},
+    "skill_extractor": {"outcome", "kind_rule", "max_skills"},
+    "skill_extractor_task": {"bridge", "task_id", "harness", "instruction", "episode"},
     **{f"hints_{bridge}": set() for bridge in BUILTIN_BRIDGES},
 }
 
