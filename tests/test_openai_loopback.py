@@ -366,14 +366,28 @@ def test_rig_drives_policy_diagnoser_and_designer_through_the_real_client(tmp_pa
 @pytest.mark.slow  # worker processes start and import langchain-openai (~15 s on 2 CPUs)
 @needs_openai
 def test_worker_processes_find_the_server_through_the_environment(tmp_path):
+    # A fresh process, as a user runs the command: in-process, a forkserver an earlier test
+    # started would hand its workers that test's environment, not the one set here.
+    import os
+    import subprocess
+    import sys
+
     run_dir = tmp_path / "run"
     with OpenAIServer(solver) as server:
-        result = cli(
-            "rollout", "toy24", "--tasks", 2, "--k", 1, "--workers", 2, "--executor", "local",
-            "--policy", "openai:local-model", "--out", run_dir,
-            server=server,
-        )  # fmt: skip
-    assert result.exit_code == 0, result.output
+        args = [
+            "rollout", "toy24", "--tasks", "2", "--k", "1", "--workers", "2",
+            "--executor", "local", "--policy", "openai:local-model", "--out", str(run_dir),
+        ]  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "envharness.cli", *args],
+            env={**os.environ, **env_for(server)},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
     played = trajectories(run_dir)
     assert len(played) == 2 and all(t["evaluation"]["success"] for t in played)
     assert {t["task_id"] for t in played} == {TASK, "1-1-1-11"}
