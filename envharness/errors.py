@@ -19,6 +19,7 @@ catch the whole family with one ``except`` clause. Errors carry structured field
     ├── ExecutorError               an executor cannot run (e.g. a worker pool failed to start)
     ├── RiggerError                 a rig cannot run (bad objective or settings)
     │   └── DesignerError           a designer or diagnoser model failed or misbehaved
+    ├── ExperimentError             bad experiment settings, or a run directory holding others
     ├── ConformanceError            a bridge failed ``envharness.testing.check_bridge``
     └── DependencyNotInstalled      an optional dependency is missing (names the extra)
 """
@@ -35,6 +36,7 @@ __all__ = [
     "EnvHarnessError",
     "EpisodeError",
     "ExecutorError",
+    "ExperimentError",
     "InvalidActionError",
     "PolicyError",
     "RiggerError",
@@ -151,6 +153,10 @@ class RiggerError(EnvHarnessError):
 
 class DesignerError(RiggerError):
     """Raised when a designer or diagnoser model fails or keeps misbehaving."""
+
+
+class ExperimentError(EnvHarnessError):
+    """Raised when an experiment cannot run: bad arms, counts or tasks, or a used run directory."""
 
 
 class ConformanceError(EnvHarnessError):

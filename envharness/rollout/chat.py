@@ -41,6 +41,7 @@ __all__ = [
     "SKILLS_TEMPLATE",
     "ChatModelPolicy",
     "ChatModelPolicyFactory",
+    "build_chat_model",
     "check_model_string",
     "model_providers",
     "read_text_action",
@@ -204,6 +205,17 @@ def _require_packages(model: str, provider: str) -> None:
         f"the model {model!r} needs the package {package!r}, which is not installed; "
         f"install it with: pip install {package}"
     )
+
+
+def build_chat_model(model: str, model_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """A LangChain chat model from a ``PROVIDER:MODEL`` string (``init_chat_model``).
+
+    Raises:
+        PolicyError: If the string is malformed, its provider unknown, or the model cannot be
+            built.
+        DependencyNotInstalled: If the provider's package is missing (names the extra).
+    """
+    return _build_model(model, model_kwargs or {})
 
 
 def _build_model(model: str, model_kwargs: Mapping[str, Any]) -> Any:
@@ -847,6 +859,32 @@ class ChatModelPolicyFactory:
         )
         policy.model_name = self._model_description()
         return policy
+
+    def with_skills(
+        self,
+        skills: Iterable[Skill] | os.PathLike[str] | SkillRetriever | None,
+        top_k: int | None = None,
+    ) -> ChatModelPolicyFactory:
+        """A factory like this one (same model and options) that shows ``skills`` instead.
+
+        Args:
+            skills: A bank (as for the constructor), or ``None`` for no skills.
+            top_k: Skills per episode (this factory's when ``None``).
+
+        Raises:
+            SkillError: If ``skills`` is not a skill bank.
+        """
+        return ChatModelPolicyFactory(
+            self.model,
+            self.system_prompt,
+            skills,
+            self.tool_calling,
+            force_tool_call=self.force_tool_call,
+            history_turns=self.limits.turns,
+            max_context_tokens=self.limits.max_tokens,
+            model_kwargs=self.model_kwargs or None,
+            top_k=self.top_k if top_k is None else top_k,
+        )
 
     def describe(self) -> str:
         """The model string or the model object's name, and the skill bank's label if any.
