@@ -41,7 +41,8 @@ from envharness.errors import (
     InvalidActionError,
     SpecError,
 )
-from envharness.harness.spec import BridgeSpec, HarnessSpec
+from envharness.harness.spec import HarnessSpec
+from envharness.integrations._specs import check_seeds, read_spec, specs_from
 from envharness.parsing import parse_action
 from envharness.rollout.chat import read_text_action
 from envharness.rollout.loop import clip_observation, invalid_action_feedback, rejected_observation
@@ -86,40 +87,6 @@ _LIVE: dict[str, ActionableEnv] = {}
 # -- the rows -----------------------------------------------------------------------------------
 
 
-def _spec_from(value: Any, where: str) -> HarnessSpec:
-    if isinstance(value, HarnessSpec):
-        return value
-    try:
-        if isinstance(value, str | Path) and Path(value).suffix == ".json":
-            return HarnessSpec.from_json(Path(value).read_text())
-        if isinstance(value, str):
-            return HarnessSpec.from_json(value)
-        return HarnessSpec.from_dict(value)
-    except OSError as e:
-        raise SpecError(f"{where}: cannot read {value}: {e.strerror}") from None
-    except SpecError as e:
-        raise SpecError(f"{where} is not a harness spec: {e}") from e
-
-
-def _bridge_spec(bridge: str, task: str, options: Mapping[str, Any]) -> HarnessSpec:
-    """The bare spec of one task, pinned to the bridge's task data."""
-    try:
-        return HarnessSpec(BridgeSpec(bridge, task, dict(options))).pinned()
-    except EnvHarnessError as e:
-        raise SpecError(f"bridge {bridge!r} task {task!r} cannot be a dataset row: {e}") from e
-
-
-def _accepted(run: str | Path) -> list[HarnessSpec]:
-    folder = Path(run) / "accepted"
-    paths = sorted(folder.glob("*.json"))
-    if not paths:
-        raise SpecError(
-            f"{folder} holds no accepted spec (*.json); pass a rig run directory "
-            "(envharness rig ... --out RUN) whose rig accepted at least one harness"
-        )
-    return [_spec_from(path, str(path)) for path in paths]
-
-
 def spec_rows(
     *,
     bridge: str | None = None,
@@ -143,22 +110,8 @@ def spec_rows(
         >>> [(row["spec"]["bridge"]["task_id"], row["seed"]) for row in rows]
         [('4-4-10-10', 0), ('4-4-10-10', 1)]
     """
-    given = [name for name, value in (("bridge", bridge), ("run", run), ("specs", specs)) if value]
-    if len(given) != 1:
-        raise SpecError(
-            f"expected exactly one dataset source (bridge= with tasks=, run= or specs=), got "
-            f"{', '.join(given) or 'none'}"
-        )
-    if isinstance(seeds, int) or not seeds or not all(isinstance(s, int) for s in seeds):
-        raise SpecError(f"expected seeds to be a non-empty list of ints, got {seeds!r}")
-    if bridge:
-        if not tasks or isinstance(tasks, str):
-            raise SpecError(f"bridge={bridge!r} needs tasks=[task ids], got {tasks!r}")
-        found = [_bridge_spec(bridge, task, options or {}) for task in tasks]
-    elif run:
-        found = _accepted(run)
-    else:
-        found = [_spec_from(value, f"specs[{k}]") for k, value in enumerate(specs or ())]
+    found = specs_from(bridge=bridge, tasks=tasks, options=options, run=run, specs=specs)
+    seeds = check_seeds(seeds)
     return [{"spec": spec.to_dict(), "seed": seed} for spec in found for seed in seeds]
 
 
@@ -234,7 +187,7 @@ class EnvHarnessTaskset(vf.Taskset[EnvHarnessTask, EnvHarnessTasksetConfig]):
         for k, row in enumerate(rows):
             if not isinstance(row, Mapping) or "spec" not in row:
                 raise SpecError(f"row {k}: expected {{'spec': dict, 'seed': int}}, got {row!r}")
-            spec = _spec_from(row["spec"], f"row {k}")
+            spec = read_spec(row["spec"], f"row {k}")
             if spec.spec_id not in instructions:
                 try:
                     instructions[spec.spec_id] = _instruction(spec)
@@ -311,7 +264,7 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
         tool_interception_url: str | None = None,
     ) -> Any:
         """Builds the env, plays until it ends or the budget is spent; the env stays live."""
-        spec = _spec_from(data.spec, f"task {data.id}")
+        spec = read_spec(data.spec, f"task {data.id}")
         env = await asyncio.to_thread(spec.build)
         _LIVE[trace.id] = env
         observation, _ = await asyncio.to_thread(env.reset, seed=int(data.seed))
