@@ -42,6 +42,7 @@ __all__ = [
     "ChatModelPolicy",
     "ChatModelPolicyFactory",
     "build_chat_model",
+    "chat_model_name",
     "check_model_string",
     "model_providers",
     "read_text_action",
@@ -229,7 +230,8 @@ def _build_model(model: str, model_kwargs: Mapping[str, Any]) -> Any:
         raise PolicyError(f"cannot build the chat model {model!r}: {type(e).__name__}: {e}") from e
 
 
-def _object_name(model: Any) -> str:
+def chat_model_name(model: Any) -> str:
+    """A chat model object's name: its ``model_name``, ``model`` or ``model_id``, else its type."""
     for attribute in ("model_name", "model", "model_id"):
         value = getattr(model, attribute, None)
         if isinstance(value, str) and value:
@@ -524,7 +526,7 @@ class ChatModelPolicy:
             if model_kwargs:
                 raise PolicyError("model_kwargs apply to a model string, not to a model object")
             _check_model_object(model)
-            self.model_name = _object_name(model)
+            self.model_name = chat_model_name(model)
             self.model = model
         self.messages: list[BaseMessage] = []
         self.native_tool_calling = False
@@ -894,7 +896,7 @@ class ChatModelPolicyFactory:
         return self._model_description() + self._skills_label
 
     def _model_description(self) -> str:
-        return self.model if isinstance(self.model, str) else _object_name(self.model)
+        return self.model if isinstance(self.model, str) else chat_model_name(self.model)
 
     def skill_retriever(self) -> SkillRetriever | None:
         """The policies' retriever, built once per process (``None`` without a bank).

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from envharness.errors import DependencyNotInstalled, DesignerError, PolicyError
-from envharness.rollout.chat import _build_model, _object_name
+from envharness.rollout.chat import build_chat_model, chat_model_name
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -50,7 +50,7 @@ def resolve_model(spec: str | BaseChatModel, **model_kwargs: Any) -> BaseChatMod
                 "'google_genai:gemini-2.5-flash' or a chat model object"
             )
         try:
-            return _build_model(spec, model_kwargs)
+            return build_chat_model(spec, model_kwargs)
         except DependencyNotInstalled:
             raise
         except PolicyError as e:
@@ -69,7 +69,7 @@ def resolve_model(spec: str | BaseChatModel, **model_kwargs: Any) -> BaseChatMod
 
 def model_label(model: Any) -> str:
     """A short name for a model object (its model name, else its class name)."""
-    return _object_name(model)
+    return chat_model_name(model)
 
 
 def run_config(
