@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from envharness.core import ActionableEnv, ToolSpec
-from envharness.errors import DependencyNotInstalled, EnvHarnessError, InvalidActionError, SpecError
+from envharness.errors import DependencyNotInstalled, EnvHarnessError, SpecError
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._specs import check_seeds, read_spec, specs_from
+from envharness.integrations._steps import play_text
 from envharness.parsing import tool_usage
-from envharness.rollout.chat import read_text_action
-from envharness.rollout.loop import clip_observation, invalid_action_feedback, rejected_observation
+from envharness.rollout.loop import clip_observation
 
 try:
     import skyrl_gym
@@ -170,27 +170,15 @@ class EnvHarnessTextEnv(BaseTextEnv):
             )
         self.turns += 1
         try:
-            if not isinstance(action, str):
-                raise InvalidActionError(f"expected the reply as text, got {type(action).__name__}")
-            parsed = read_text_action(action, self.tools)
-        except InvalidActionError as e:
-            self._invalid += 1
-            return self._answer(invalid_action_feedback(e, self.tools, self._current), False)
-        try:
-            result = self.env.step(parsed)
-        except InvalidActionError as e:
-            self._invalid += 1
-            return self._answer(invalid_action_feedback(e, self.tools, self._current), False)
+            outcome = play_text(self.env, action, self.tools, self._current)
         except Exception as e:  # noqa: BLE001 - ends the episode as the rollout loop does
             self.error = f"the env failed at turn {self.turns}: {type(e).__name__}: {e}"
             return self._finish([], self.error)
-        info = result.info if isinstance(result.info, dict) else {}
-        observation = clip_observation(str(result.observation))
-        if info.get("invalid_action"):
-            observation = rejected_observation(observation, str(info["invalid_action"]))
-        elif not info.get("blocked"):
-            self._current = observation
-        return self._answer(observation, bool(result.terminated or result.truncated))
+        if outcome.invalid is not None:
+            self._invalid += 1
+        if outcome.moved:
+            self._current = outcome.observation
+        return self._answer(outcome.observation, outcome.ended)
 
     def get_metrics(self) -> dict[str, Any]:
         """``turns``, ``invalid_actions``, ``success`` (once evaluated) and ``errors`` (0 or 1)."""

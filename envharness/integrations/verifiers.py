@@ -43,9 +43,8 @@ from envharness.errors import (
 )
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._specs import check_seeds, read_spec, specs_from
+from envharness.integrations._steps import play_action, play_text
 from envharness.parsing import parse_action
-from envharness.rollout.chat import read_text_action
-from envharness.rollout.loop import clip_observation, invalid_action_feedback, rejected_observation
 
 try:
     import openai
@@ -230,21 +229,6 @@ def _call_action(call: Any, tools: Sequence[ToolSpec]) -> Action:
     return parse_action(text, tools)
 
 
-def _step(env: ActionableEnv, action: Action, tools: Sequence[ToolSpec], current: str):
-    """``(observation, ended, valid)`` for one action, invalid ones answered as the loop does."""
-    try:
-        result = env.step(action)
-    except InvalidActionError as e:
-        return invalid_action_feedback(e, tools, current), False, False
-    observation = clip_observation(str(result.observation))
-    invalid = result.info.get("invalid_action") if isinstance(result.info, dict) else None
-    if invalid:
-        observation = rejected_observation(observation, str(invalid))
-    blocked = bool(result.info.get("blocked")) if isinstance(result.info, dict) else False
-    ended = bool(result.terminated or result.truncated)
-    return observation, ended, not invalid and not blocked
-
-
 class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
     """Plays one episode of the row's spec in-process, every model call through ``endpoint``."""
 
@@ -278,6 +262,11 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
         client = openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0)
         try:
             await self._play(client, ctx.model, env, tools, budget, messages, str(observation))
+        except openai.APIStatusError:
+            if trace.stop_condition is None:
+                raise
+            # verifiers stopped the rollout (a turn or token limit, a @stop): the episode
+            # ends here and is scored as it stands.
         finally:
             await client.close()
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")
@@ -300,19 +289,16 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
             message = response.choices[0].message
             calls = list(message.tool_calls or ())
             messages.append(message.model_dump(exclude_none=True, exclude={"refusal"}))
-            try:
-                action = (
-                    _call_action(calls[0], tools)
-                    if calls
-                    else read_text_action(message.content or "", tools)
-                )
-            except InvalidActionError as e:
-                observation, ended, valid = invalid_action_feedback(e, tools, current), False, False
+            if calls:
+                try:
+                    action: Action | InvalidActionError = _call_action(calls[0], tools)
+                except InvalidActionError as e:
+                    action = e
+                outcome = await asyncio.to_thread(play_action, env, action, tools, current)
             else:
-                observation, ended, valid = await asyncio.to_thread(
-                    _step, env, action, tools, current
-                )
-            if valid:
+                outcome = await asyncio.to_thread(play_text, env, message.content, tools, current)
+            observation = outcome.observation
+            if outcome.moved:
                 current = observation
             if calls:
                 messages.append(
@@ -324,7 +310,7 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
                 )
             else:
                 messages.append({"role": "user", "content": observation})
-            if ended:
+            if outcome.ended:
                 return
 
     async def cleanup(self, trace: Any, runtime: Any) -> None:
@@ -346,6 +332,7 @@ def load_environment(
     specs: Sequence[Any] | None = None,
     seeds: Sequence[int] = (0,),
     max_steps: int | None = None,
+    agent: Mapping[str, Any] | None = None,
 ) -> vf.Env:
     """A verifiers ``Env`` over EnvHarness specs (dataset sources as in :func:`spec_rows`).
 
@@ -354,7 +341,9 @@ def load_environment(
     ``await env.run_episode(task, vf.ModelContext(model=..., client=vf.EvalClientConfig(
     base_url=..., api_key_var=...)))`` for each ``task in env.taskset``.
 
-    Every spec is built once here (for the task's instruction), so one that does not build
+    ``agent`` adds settings of verifiers' ``AgentConfig`` (``max_turns``, ``sampling``,
+    ``timeout`` ...); a verifiers limit that stops the rollout ends the episode, scored as it
+    stands. Every spec is built once here (for the task's instruction), so one that does not build
     fails now rather than in the middle of a training run.
 
     Raises:
@@ -367,7 +356,7 @@ def load_environment(
     config = vf.resolve_env_config(
         {
             "taskset": {"id": TASKSET_ID, "rows": rows},
-            "agent": {"harness": harness, "runtime": {"type": "subprocess"}},
+            "agent": {"runtime": {"type": "subprocess"}, **dict(agent or {}), "harness": harness},
         }
     )
     env = vf.load_environment(config)

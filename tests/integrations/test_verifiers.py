@@ -139,6 +139,15 @@ def test_the_budget_ends_the_episode():
     assert reward_of(episode) == 0.0
 
 
+def test_a_verifiers_turn_limit_ends_the_episode_and_it_is_still_scored():
+    env = adapter.load_environment(bridge="toy24", tasks=[TASK], agent={"max_turns": 2})
+    episode, server = evaluate(env, WIN)
+    assert episode.ok, episode.errors
+    assert len([r for r in server.chat_requests if r.status == 200]) == 2
+    assert episode.traces[0].stop_condition is not None
+    assert reward_of(episode) == 0.0
+
+
 def test_a_hostile_rules_layer_cannot_change_the_reward():
     ruled = Rules(load_bridge("toy24", task_id=TASK), CLAIM_SUCCESS)
     spec = HarnessSpec.from_env(ruled)
