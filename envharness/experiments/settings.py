@@ -238,9 +238,8 @@ class ExperimentLayout:
 
     ``experiment.json`` (settings), ``arms/ARM/round-R/`` (``envs.json``: the train environments;
     ``train/``: their rollouts; ``skills.jsonl``: what was extracted; ``bank.jsonl``: the arm's
-    bank after the round; ``rig/``: EnvRigger's run for the harness arm), ``eval/ARM/round-R/``
-    (the test rollouts; round 0 is the policy without skills), ``results.json``, ``report.md``
-    and ``plots/``.
+    bank after the round; ``rig/``: EnvRigger's run for the harness arm), ``eval/`` (the test
+    rollouts of every arm and round), ``results.json``, ``report.md`` and ``plots/``.
     """
 
     SETTINGS = "experiment.json"
@@ -256,9 +255,16 @@ class ExperimentLayout:
         """The arm's bank after ``round_index`` rounds."""
         return self.round_dir(arm, round_index) / "bank.jsonl"
 
-    def eval_dir(self, arm: str, round_index: int) -> Path:
-        """The run store of one arm's evaluation after ``round_index`` rounds."""
-        return self.root / "eval" / arm / f"round-{round_index}"
+    @property
+    def eval_dir(self) -> Path:
+        """The run store of every evaluation episode.
+
+        One store for all arms and rounds: an episode is keyed by its spec, seed and policy, and
+        a policy's name carries its bank's digest, so arms whose policies are the same (an
+        offline policy ignores skills; an empty bank is no bank) share their episodes instead of
+        replaying them.
+        """
+        return self.root / "eval"
 
     def prepare(self, settings: SkillLearningSettings) -> bool:
         """Creates the run directory, or checks it holds this experiment; ``True`` on a resume.
