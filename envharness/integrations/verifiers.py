@@ -296,7 +296,9 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
                     action = e
                 outcome = await asyncio.to_thread(play_action, env, action, tools, current)
             else:
-                outcome = await asyncio.to_thread(play_text, env, message.content, tools, current)
+                outcome = await asyncio.to_thread(
+                    play_text, env, message.content or "", tools, current
+                )
             observation = outcome.observation
             if outcome.moved:
                 current = observation

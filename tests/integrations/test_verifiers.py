@@ -132,6 +132,16 @@ def test_text_replies_are_read_as_actions_and_invalid_ones_answered_as_the_loop_
     assert "holds no action" in requests[4].last_text()
 
 
+def test_a_reply_with_several_calls_plays_the_first():
+    script = [[WIN[0], combine("4", "+", "4")], *WIN[1:]]
+    env = adapter.load_environment(bridge="toy24", tasks=[TASK])
+    episode, server = evaluate(env, script)
+    assert reward_of(episode) == 1.0
+    results = server.chat_requests[1].tool_results()
+    assert results[1] == ("combine", "Ignored: one action per turn.")
+    assert results[0][1].startswith("Numbers left: 4 4 100")
+
+
 def test_the_budget_ends_the_episode():
     env = adapter.load_environment(bridge="toy24", tasks=[TASK], max_steps=2)
     episode, server = evaluate(env, WIN)
