@@ -8,6 +8,7 @@ endpoint) to it. Rewards must be Toy24's verifier: 1 for a win, 0 otherwise.
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -16,6 +17,7 @@ vf = pytest.importorskip(
 )
 
 from envharness import load_bridge  # noqa: E402
+from envharness.bridges.toy24_solver import solve_steps  # noqa: E402
 from envharness.errors import SpecError  # noqa: E402
 from envharness.harness import Rules  # noqa: E402
 from envharness.harness.spec import HarnessSpec  # noqa: E402
@@ -25,6 +27,7 @@ from envharness.testing.openai_server import OpenAIServer  # noqa: E402
 
 TASK = "4-4-10-10"
 KEY_VAR = "ENVHARNESS_TEST_LOOPBACK_KEY"
+_NUMBERS = re.compile(r"Numbers left:((?: -?\d+(?:/\d+)?)+)")
 
 
 def combine(a: str, op: str, b: str) -> dict:
@@ -130,6 +133,39 @@ def test_text_replies_are_read_as_actions_and_invalid_ones_answered_as_the_loop_
     assert "teleport" in unknown and "Now: Numbers left: 4 4 100" in unknown
     assert "Nothing changed." in requests[3].last_text()
     assert "holds no action" in requests[4].last_text()
+
+
+def _fmt(value) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(value)
+
+
+def _solver(request):
+    """The next step of a solution of the numbers the model was last shown."""
+    shown = _NUMBERS.findall(request.last_text())
+    steps = solve_steps(shown[-1].split()) if shown else None
+    if not steps:
+        return "I do not see the numbers."
+    a, op, b = steps[0]
+    return combine(_fmt(a), op, _fmt(b))
+
+
+def test_concurrent_rollouts_each_play_their_own_env():
+    tasks = [TASK, "1-1-1-8"]
+    env = adapter.load_environment(bridge="toy24", tasks=tasks, seeds=[0, 1])
+
+    async def main(server):
+        ctx = vf.ModelContext(
+            model="scripted",
+            client=vf.EvalClientConfig(base_url=server.base_url, api_key_var=KEY_VAR),
+        )
+        async with env.serving():
+            return await asyncio.gather(*(env.run_episode(t, ctx) for t in env.taskset))
+
+    with OpenAIServer(_solver) as server:
+        episodes = asyncio.run(main(server))
+    assert [e.task.data.name for e in episodes] == [f"toy24/{t}" for t in tasks for _ in (0, 1)]
+    assert [reward_of(e) for e in episodes] == [1.0] * 4
+    assert adapter._LIVE == {}
 
 
 def test_a_reply_with_several_calls_plays_the_first():
