@@ -34,13 +34,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envharness.core import ActionableEnv, ToolSpec
+from envharness.core import ToolSpec
 from envharness.errors import DependencyNotInstalled, EnvHarnessError, SpecError
+from envharness.gym import TextActionSession
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._specs import check_seeds, read_spec, specs_from
-from envharness.integrations._steps import play_text
 from envharness.parsing import tool_usage
-from envharness.rollout.loop import clip_observation
 
 try:
     import skyrl_gym
@@ -114,6 +113,10 @@ def _tools_text(tools: Sequence[ToolSpec]) -> str:
 class EnvHarnessTextEnv(BaseTextEnv):
     """One SkyRL trajectory on a fresh env built from a harness spec.
 
+    The steps are played by :class:`envharness.gym.TextActionSession` (the rollout loop's
+    semantics, reward ``"terminal"``): every reply uses a turn, an invalid one included; the
+    turn that uses the last one ends the episode; an env that raises ends it too.
+
     Args:
         env_config: SkyRL's ``environment.skyrl_gym.envharness`` config (optional keys
             ``spec``, ``max_turns``).
@@ -124,12 +127,9 @@ class EnvHarnessTextEnv(BaseTextEnv):
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         extras = dict(extras or {})
-        self.env: ActionableEnv | None = None
+        self.session: TextActionSession | None = None
         self.error: str | None = None
         self.evaluation: dict[str, Any] | None = None
-        self.tools: list[ToolSpec] = []
-        self._current = ""
-        self._done = False
         self._invalid = 0
         try:
             self.spec = _row_spec(extras, env_config)
@@ -138,8 +138,8 @@ class EnvHarnessTextEnv(BaseTextEnv):
                 raise SpecError(f"expected extras['seed'] to be an int, got {self.seed!r}")
             turns = _positive_int(extras.get("max_turns"), "extras['max_turns']")
             turns = turns or _positive_int(_config_get(env_config, "max_turns"), "max_turns")
-            self.env = self.spec.build()
-            self.max_turns = turns or int(self.env.max_steps)
+            self.session = TextActionSession(self.spec, max_steps=turns)
+            self.max_turns = self.session.budget
         except EnvHarnessError as e:
             self._fail(f"the row cannot be played: {type(e).__name__}: {e}")
 
@@ -148,37 +148,41 @@ class EnvHarnessTextEnv(BaseTextEnv):
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Resets the env; returns ``prompt`` plus the instruction and first observation."""
         prompt = list(prompt or [])
-        if self.env is None:
+        session = self.session
+        if session is None:
             return prompt, {"error": self.error}
         try:
-            observation, _ = self.env.reset(seed=self.seed)
-            self.tools = list(self.env.tools())
+            observation, info = session.reset(seed=self.seed)
         except Exception as e:  # noqa: BLE001 - an env failure ends the episode, never the trainer
             self._fail(f"reset failed: {type(e).__name__}: {e}")
             return prompt, {"error": self.error}
-        self._current = clip_observation(str(observation))
         text = (
-            f"{self.env.instruction}\n\n{_PROTOCOL}\n{_tools_text(self.tools)}\n\n{self._current}"
+            f"{session.instruction}\n\n{_PROTOCOL}\n{_tools_text(session.tools)}\n\n{observation}"
         )
-        return [*prompt, {"role": "user", "content": text}], {"task_id": self.env.task_id}
+        return [*prompt, {"role": "user", "content": text}], {"task_id": info["task_id"]}
 
     def step(self, action: Any) -> BaseTextEnvStepOutput:
-        """Plays the model's reply as one action; ends with the verifier's score as reward."""
-        if self._done or self.env is None:
+        """Plays the model's reply as one action; ends with the verifier's score as reward.
+
+        A reply that is not text (nor a tool-call dict) holds no action: it is answered with
+        the rollout loop's feedback and uses a turn.
+        """
+        session = self.session
+        if session is None or session.done:
             return self._output(
                 [], done=True, reward=0.0, error=self.error or "the episode is over"
             )
         self.turns += 1
-        try:
-            outcome = play_text(self.env, action, self.tools, self._current)
-        except Exception as e:  # noqa: BLE001 - ends the episode as the rollout loop does
-            self.error = f"the env failed at turn {self.turns}: {type(e).__name__}: {e}"
-            return self._finish([], self.error)
-        if outcome.invalid is not None:
+        step = session.step(action if isinstance(action, str | Mapping) else "")
+        if step.invalid is not None:
             self._invalid += 1
-        if outcome.moved:
-            self._current = outcome.observation
-        return self._answer(outcome.observation, outcome.ended)
+        if step.done:
+            self.evaluation = step.info.get("evaluation")
+            self.error = step.info.get("error", self.error)
+        observations = [{"role": "user", "content": step.observation}] if step.observation else []
+        return self._output(
+            observations, done=step.done, reward=step.reward, error=step.info.get("error")
+        )
 
     def get_metrics(self) -> dict[str, Any]:
         """``turns``, ``invalid_actions``, ``success`` (once evaluated) and ``errors`` (0 or 1)."""
@@ -193,41 +197,20 @@ class EnvHarnessTextEnv(BaseTextEnv):
 
     def close(self) -> None:
         """Closes the env (idempotent)."""
-        env, self.env = self.env, None
-        if env is not None:
+        session, self.session = self.session, None
+        if session is not None:
             try:
-                env.close()
+                session.close()
             except Exception:  # noqa: BLE001 - closing is best effort
-                _log.warning("closing %r failed", env, exc_info=True)
+                _log.warning("closing %r failed", session, exc_info=True)
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _answer(self, observation: str, ended: bool) -> BaseTextEnvStepOutput:
-        message = [{"role": "user", "content": observation}]
-        if ended or self.turns >= self.max_turns:
-            return self._finish(message, None)
-        return self._output(message, done=False, reward=0.0)
-
-    def _finish(
-        self, observations: list[dict[str, str]], error: str | None
-    ) -> BaseTextEnvStepOutput:
-        """Ends the episode: the reward is the bridge's verifier (0 when it cannot say)."""
-        self._done = True
-        reward = 0.0
-        try:
-            evaluation = self.env.evaluate() if self.env is not None else None
-        except Exception as e:  # noqa: BLE001 - a failing verifier scores 0 and says why
-            self.error = error = f"evaluate() failed: {type(e).__name__}: {e}"
-        else:
-            if evaluation is not None:
-                self.evaluation = evaluation.to_dict()
-                reward = float(evaluation.score)
-        return self._output(observations, done=True, reward=reward, error=error)
-
     def _fail(self, message: str) -> None:
         self.error = message
-        self._done = True
         _log.warning("envharness row not played: %s", message)
+        if self.session is not None:
+            self.close()
 
     def _output(
         self,

@@ -10,7 +10,8 @@ three for any :class:`~envharness.harness.spec.HarnessSpec`:
   builds a fresh env from the row's spec, offers the bridge's tools
   (:meth:`~envharness.core.ToolSpec.to_openai`) to the model through the rollout's
   interception endpoint, and steps the env with each tool call (a reply without one is read
-  as a text action). Invalid actions are answered as the rollout loop answers them.
+  as a text action) through :class:`envharness.gym.TextActionSession`, so invalid actions
+  are answered and budgets spent as in the rollout loop.
 - :class:`EnvHarnessTask` has one reward, ``verifier``: the score of the bridge's own
   ``env.evaluate()`` on that rollout's env. Nothing the model or a Rules layer writes reaches it.
 
@@ -19,32 +20,32 @@ tasksets and harnesses by plugin id (an importable module name); this module reg
 under :data:`TASKSET_ID` when imported.
 
 Example:
-    >>> from envharness.integrations.verifiers import load_environment
-    >>> env = load_environment(bridge="toy24", tasks=["4-4-10-10"])  # doctest: +SKIP
-    >>> # async with env.serving(): episode = await env.run_episode(task, ctx)
+    >>> env = load_environment(bridge="toy24", tasks=["4-4-10-10"], seeds=[0, 1])
+    >>> [(task.data.name, task.data.seed) for task in env.taskset]
+    [('toy24/4-4-10-10', 0), ('toy24/4-4-10-10', 1)]
+
+    Then, as verifiers evaluates: ``async with env.serving():`` and ``await
+    env.run_episode(task, vf.ModelContext(model=..., client=vf.EvalClientConfig(...)))``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envharness.core import Action, ActionableEnv, ToolSpec
+from envharness.core import ActionableEnv
 from envharness.errors import (
     DependencyNotInstalled,
     EnvHarnessError,
     EpisodeError,
-    InvalidActionError,
     SpecError,
 )
+from envharness.gym import TextActionSession, TextStep
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._specs import check_seeds, read_spec, specs_from
-from envharness.integrations._steps import play_action, play_text
-from envharness.parsing import parse_action
 
 try:
     import openai
@@ -223,12 +224,6 @@ def _close(env: ActionableEnv) -> None:
         pass
 
 
-def _call_action(call: Any, tools: Sequence[ToolSpec]) -> Action:
-    """An OpenAI tool call read as an action with the project's parser (schema-checked)."""
-    text = json.dumps({"name": call.function.name, "arguments": call.function.arguments or "{}"})
-    return parse_action(text, tools)
-
-
 class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
     """Plays one episode of the row's spec in-process, every model call through ``endpoint``."""
 
@@ -247,21 +242,26 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
         data: Any,
         tool_interception_url: str | None = None,
     ) -> Any:
-        """Builds the env, plays until it ends or the budget is spent; the env stays live."""
+        """Builds the env, plays until it ends or the budget is spent; the env stays live.
+
+        The steps are played by :class:`envharness.gym.TextActionSession` (the rollout loop's
+        semantics). An env that raises mid-episode fails the rollout (verifiers records the
+        error on the trace) rather than scoring it.
+        """
         spec = read_spec(data.spec, f"task {data.id}")
         env = await asyncio.to_thread(spec.build)
         _LIVE[trace.id] = env
-        observation, _ = await asyncio.to_thread(env.reset, seed=int(data.seed))
-        tools = list(env.tools())
-        budget = self.config.max_steps or int(env.max_steps)
+        session = TextActionSession(env, max_steps=self.config.max_steps, close_env=False)
+        observation, _ = await asyncio.to_thread(session.reset, seed=int(data.seed))
         system, _ = self.resolve_prompt(data)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": "\n\n".join(filter(None, [system, _PROTOCOL]))},
-            {"role": "user", "content": f"{env.instruction}\n\n{observation}"},
+            {"role": "user", "content": f"{session.instruction}\n\n{observation}"},
         ]
         client = openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0)
+        last: TextStep | None = None
         try:
-            await self._play(client, ctx.model, env, tools, budget, messages, str(observation))
+            last = await self._play(client, ctx.model, session, messages)
         except openai.APIStatusError:
             if trace.stop_condition is None:
                 raise
@@ -269,20 +269,20 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
             # ends here and is scored as it stands.
         finally:
             await client.close()
+        if last is not None and session.end_reason == "env_error":
+            raise EnvHarnessError(
+                f"the env failed at step {session.steps_taken} of task {data.id}: "
+                f"{last.info.get('error', 'no error text')}"
+            )
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")
 
     async def _play(
-        self,
-        client: Any,
-        model: str,
-        env: ActionableEnv,
-        tools: list[ToolSpec],
-        budget: int,
-        messages: list[dict[str, Any]],
-        current: str,
-    ) -> None:
-        schemas = [tool.to_openai() for tool in tools]
-        for _ in range(budget):
+        self, client: Any, model: str, session: TextActionSession, messages: list[dict[str, Any]]
+    ) -> TextStep | None:
+        """Plays until the session's episode ends; returns its last step."""
+        schemas = session.tool_schemas()
+        step: TextStep | None = None
+        while not session.done:
             response = await client.chat.completions.create(
                 model=model, messages=messages, tools=schemas
             )
@@ -290,30 +290,19 @@ class EnvHarnessHarness(vf.Harness[EnvHarnessHarnessConfig]):
             calls = list(message.tool_calls or ())
             messages.append(message.model_dump(exclude_none=True, exclude={"refusal"}))
             if calls:
-                try:
-                    action: Action | InvalidActionError = _call_action(calls[0], tools)
-                except InvalidActionError as e:
-                    action = e
-                outcome = await asyncio.to_thread(play_action, env, action, tools, current)
-            else:
-                outcome = await asyncio.to_thread(
-                    play_text, env, message.content or "", tools, current
-                )
-            observation = outcome.observation
-            if outcome.moved:
-                current = observation
-            if calls:
+                call = {"name": calls[0].function.name, "arguments": calls[0].function.arguments}
+                step = await asyncio.to_thread(session.step, call)
                 messages.append(
-                    {"role": "tool", "tool_call_id": calls[0].id, "content": observation}
+                    {"role": "tool", "tool_call_id": calls[0].id, "content": step.observation}
                 )
                 messages.extend(
                     {"role": "tool", "tool_call_id": call.id, "content": _IGNORED}
                     for call in calls[1:]
                 )
             else:
-                messages.append({"role": "user", "content": observation})
-            if outcome.ended:
-                return
+                step = await asyncio.to_thread(session.step, message.content or "")
+                messages.append({"role": "user", "content": step.observation})
+        return step
 
     async def cleanup(self, trace: Any, runtime: Any) -> None:
         """Closes the rollout's env when scoring did not (the rollout failed first)."""

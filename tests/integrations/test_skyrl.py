@@ -85,7 +85,8 @@ def test_a_losing_episode_gets_zero_when_its_turns_run_out():
 
 def test_invalid_actions_are_answered_as_the_rollout_loop_answers_them():
     actions = [
-        {"tool": "combine"},  # not text
+        None,  # not text: holds no action
+        {"tool": "combine"},  # a tool-call dict, read as one: its arguments are missing
         "teleport home",  # unknown tool
         "combine 10 ^ 10",  # bad argument (op not in the enum)
         "I am not sure yet.\nLet me think.",  # no action
@@ -93,14 +94,18 @@ def test_invalid_actions_are_answered_as_the_rollout_loop_answers_them():
     ]
     _, _, outputs, metrics = play(row(), actions)
     texts = [o["observations"][0]["content"] for o in outputs]
-    assert texts[0].startswith("Error: expected the reply as text, got dict. Nothing changed.")
-    assert "Now: Numbers left: 4 4 10 10" in texts[0]
-    assert texts[1].startswith("Error") and "teleport" in texts[1]
-    assert texts[2].startswith("Error in combine") and "Nothing changed." in texts[2]
-    assert "holds no action" in texts[3]
-    assert [o["done"] for o in outputs[:4]] == [False] * 4
+    assert texts[0].startswith("Error: your reply holds no action")
+    assert (
+        texts[0].splitlines()[-1] == "Now: Numbers left: 4 4 10 10 Start: make 24 from 4 4 10 10."
+    )
+    assert texts[1].startswith("Error in combine: args: missing required argument 'a'")
+    assert texts[2].startswith("Error") and "teleport" in texts[2]
+    assert texts[3].startswith("Error in combine") and "Nothing changed." in texts[3]
+    assert "holds no action" in texts[4]
+    assert [o["done"] for o in outputs[:5]] == [False] * 5
+    assert all("Nothing changed." in text for text in texts[:5])
     assert outputs[-1]["reward"] == 1.0
-    assert metrics["invalid_actions"] == 4 and metrics["turns"] == 7
+    assert metrics["invalid_actions"] == 5 and metrics["turns"] == 8
 
 
 def test_invalid_actions_use_turns():
