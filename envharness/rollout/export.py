@@ -9,11 +9,12 @@
   tool calling would get (:func:`system_prompt`), the instruction and first observation as the
   ``user`` message, then per step an ``assistant`` message whose ``tool_calls`` hold the action
   and the observation answering it: a ``tool`` message whose ``tool_call_id`` is the call's id.
-  Observations carry the ``Step k/N`` heading the chat policy shows; the last one, which no step
-  follows, has none. A blocked or rejected action keeps its feedback as the tool message; a step
-  whose policy output held no usable action is an assistant message without ``tool_calls`` (empty
-  content: the record does not keep the model's text), answered by a ``user`` message, as the
-  chat policy does.
+  Observations carry the ``Step k/N`` heading the chat policy shows; the last one has none when
+  the episode ended with that step (the policy never saw it). A blocked or rejected action keeps
+  its feedback as the tool message. A step whose policy output held no usable action (no call, or
+  a call that did not parse: the trajectory keeps no action then) is an assistant message without
+  ``tool_calls`` and with empty content (the record does not keep the model's text), answered by a
+  ``user`` message, as the chat policy answers a reply without a call.
 - ``tools``: the OpenAI function schemas (:meth:`~envharness.core.ToolSpec.to_openai`) of the
   trajectory's env. Trajectories do not record their tools, so each spec's env is rebuilt once
   (``HarnessSpec.build()``) to read ``tools()``.
@@ -88,6 +89,7 @@ PARQUET_COLUMNS: tuple[str, ...] = (
 """The Parquet columns: three JSON strings, then flat copies of metadata fields for filtering."""
 
 _SUFFIXES = {"chat-jsonl": ".chat.jsonl", "parquet": ".parquet"}
+_ASKED_AGAIN = frozenset({"policy_error", "timeout"})  # ends where act() saw the observation
 _ROW_GROUP = 512  # records per Parquet row group (a bounded amount held in memory)
 
 
@@ -244,8 +246,12 @@ def chat_messages(trajectory: Trajectory, *, role: str | None = None) -> list[di
         {"role": "system", "content": system_prompt(budget, trajectory.skills, role=role)},
         {"role": "user", "content": f"{trajectory.instruction.strip()}\n\n{opening}"},
     ]
-    last = len(trajectory.steps) - 1
-    for position, step in enumerate(trajectory.steps):
+    steps = trajectory.steps
+    # The last observation is headed only when the policy was asked to act on it (its next
+    # act() raised or timed out); after a final step the chat policy never sees it.
+    asked = trajectory.end_reason in _ASKED_AGAIN and (not budget or len(steps) < budget)
+    last = len(steps) - 1 if not asked else len(steps)
+    for position, step in enumerate(steps):
         text = _answer(step)
         if position < last:
             text = _headed(text, position + 2, budget)
