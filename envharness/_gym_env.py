@@ -5,15 +5,18 @@ Private: import it from :mod:`envharness.gym`, which documents the interface.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium
 from gymnasium import spaces
 
-from envharness._gym_session import RewardMode, TextActionSession
+from envharness._gym_session import RewardMode, TextActionSession, _as_spec
+from envharness.core import ActionableEnv
 from envharness.errors import EpisodeError, InvalidActionError, SpecError
 from envharness.rollout.loop import MAX_OBSERVATION_CHARS, clip_observation
 
@@ -22,6 +25,7 @@ __all__ = [
     "MAX_ACTION_CHARS",
     "OBSERVATION_CHARSET",
     "HarnessGymEnv",
+    "async_vector_env",
     "to_charset",
 ]
 
@@ -240,3 +244,54 @@ class HarnessGymEnv(gymnasium.Env[str, str]):
 
     def __repr__(self) -> str:
         return f"<HarnessGymEnv {self.session.env!r}>"
+
+
+def _spec_json(source: Any) -> str:
+    if isinstance(source, ActionableEnv):
+        return source.spec().to_json(indent=None)
+    return _as_spec(source).to_json(indent=None)
+
+
+def async_vector_env(
+    specs: Sequence[Any],
+    *,
+    context: str | None = "spawn",
+    daemon: bool = True,
+    **env_kwargs: Any,
+) -> gymnasium.vector.AsyncVectorEnv:
+    """A ``gymnasium.vector.AsyncVectorEnv`` with one :class:`HarnessGymEnv` per spec.
+
+    Each worker builds its env from the spec's JSON (``gymnasium.make`` of
+    ``"envharness.gym:envharness/Harness-v0"``, which imports and registers this module in the
+    worker), so nothing live crosses the process boundary. Shared memory is off: Gymnasium reads
+    ``Text`` observations from shared memory once, when the vector env is made, so with it on
+    every observation would read as that first, empty buffer.
+
+    Args:
+        specs: One entry per sub-env: an ``ActionableEnv`` (its spec is used; the env itself
+            stays here, and its caller closes it), a ``HarnessSpec``, spec JSON, a spec dict or
+            a spec file path.
+        context: The ``multiprocessing`` start method: ``"spawn"`` (default) or
+            ``"forkserver"`` are safe with the rules sandbox's processes; ``"fork"`` is not
+            recommended in a process that runs threads.
+        daemon: Whether the workers are daemon processes.
+        **env_kwargs: Passed to every :class:`HarnessGymEnv` (``reward``, ``max_steps`` ...).
+
+    Returns:
+        The vector env; its observations are a tuple of str, its actions a tuple of str.
+
+    Raises:
+        SpecError: If ``specs`` is empty or an entry is not a valid spec.
+    """
+    if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
+        raise SpecError(f"expected a non-empty list of specs, got {specs!r:.80}")
+    from envharness.gym import ENV_ID
+
+    texts = [_spec_json(source) for source in specs]
+    env_fns = [
+        functools.partial(gymnasium.make, f"envharness.gym:{ENV_ID}", spec=text, **env_kwargs)
+        for text in texts
+    ]
+    return gymnasium.vector.AsyncVectorEnv(
+        env_fns, shared_memory=False, context=context, daemon=daemon
+    )

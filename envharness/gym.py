@@ -12,6 +12,7 @@ bridges' verifiers. Importing this module registers ``"envharness/Harness-v0"`` 
     import envharness.gym
 
     env = gymnasium.make("envharness/Harness-v0", spec="accepted/spec.json")
+    envs = envharness.gym.async_vector_env(["a.json", "b.json"])  # AsyncVectorEnv, 2 workers
 
 (``gymnasium.make("envharness.gym:envharness/Harness-v0", ...)`` imports this module itself,
 e.g. in a fresh worker process.)
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         MAX_ACTION_CHARS,
         OBSERVATION_CHARSET,
         HarnessGymEnv,
+        async_vector_env,
         to_charset,
     )
 
@@ -54,6 +56,7 @@ __all__ = [
     "RewardMode",
     "TextActionSession",
     "TextStep",
+    "async_vector_env",
     "register_envs",
     "resolve_env",
     "to_charset",
@@ -64,7 +67,14 @@ ENV_ID = "envharness/Harness-v0"
 
 _ENTRY_POINT = "envharness._gym_env:HarnessGymEnv"
 _GYM_NAMES = frozenset(
-    {"ACTION_CHARSET", "MAX_ACTION_CHARS", "OBSERVATION_CHARSET", "HarnessGymEnv", "to_charset"}
+    {
+        "ACTION_CHARSET",
+        "MAX_ACTION_CHARS",
+        "OBSERVATION_CHARSET",
+        "HarnessGymEnv",
+        "async_vector_env",
+        "to_charset",
+    }
 )
 
 
