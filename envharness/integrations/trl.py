@@ -330,16 +330,18 @@ def _check_round_trip(tool: ToolSpec, method: Any) -> None:
         "description": tool.description.strip(),
         "parameters": expressed_parameters(tool),
     }
+    problem = (
+        f"tool {tool.name!r}: its schema does not survive as a method docstring (a description "
+        "line that looks like 'Args:' or ends in '(choices: ...)' does this)"
+    )
     try:
         got = get_json_schema(method)["function"]
     except Exception as e:
-        raise BridgeError(f"tool {tool.name!r}: its method's schema cannot be read: {e}") from e
+        raise BridgeError(f"{problem}: {e}") from e
     got.pop("return", None)
     if got != expected:
         raise BridgeError(
-            f"tool {tool.name!r}: its schema does not survive as a method docstring (a "
-            "description line that looks like 'Args:' or ends in '(choices: ...)' does this); "
-            f"expected {json.dumps(expected, sort_keys=True)}, read back "
+            f"{problem}; expected {json.dumps(expected, sort_keys=True)}, read back "
             f"{json.dumps(got, sort_keys=True)}"
         )
 
