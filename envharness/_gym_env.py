@@ -38,6 +38,8 @@ ACTION_CHARSET = string.printable
 MAX_ACTION_CHARS = 4096
 """The action space's longest text (longer actions are read too; it bounds what is sampled)."""
 
+# envharness.gym.ENV_ID behind the module that registers it, so a fresh worker imports it.
+_MAKE_ID = "envharness.gym:envharness/Harness-v0"
 _CLIP_MARGIN = 128  # room for clip_observation's "[... N more characters cut ...]" line
 _SEED_RANGE = 2**31 - 1
 _OUTSIDE = re.compile(f"[^{re.escape(OBSERVATION_CHARSET)}]")
@@ -285,12 +287,9 @@ def async_vector_env(
     """
     if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
         raise SpecError(f"expected a non-empty list of specs, got {specs!r:.80}")
-    from envharness.gym import ENV_ID
-
     texts = [_spec_json(source) for source in specs]
     env_fns = [
-        functools.partial(gymnasium.make, f"envharness.gym:{ENV_ID}", spec=text, **env_kwargs)
-        for text in texts
+        functools.partial(gymnasium.make, _MAKE_ID, spec=text, **env_kwargs) for text in texts
     ]
     return gymnasium.vector.AsyncVectorEnv(
         env_fns, shared_memory=False, context=context, daemon=daemon

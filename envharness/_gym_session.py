@@ -41,6 +41,7 @@ from typing import Any, Literal
 from envharness.core import Action, ActionableEnv, Evaluation, ToolSpec
 from envharness.errors import EpisodeError, InvalidActionError, SpecError
 from envharness.harness.spec import HarnessSpec
+from envharness.parsing import parse_action
 from envharness.rollout.chat import read_text_action
 from envharness.rollout.loop import (
     MAX_OBSERVATION_CHARS,
@@ -317,8 +318,6 @@ class TextActionSession:
         if isinstance(action, str):
             return read_text_action(action, self.tools)
         if isinstance(action, Mapping):
-            from envharness.parsing import parse_action
-
             try:
                 text = json.dumps(dict(action))
             except (TypeError, ValueError) as e:

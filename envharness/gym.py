@@ -24,7 +24,6 @@ import without the ``gym`` extra.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from envharness._gym_session import (
@@ -79,8 +78,10 @@ _GYM_NAMES = frozenset(
 
 
 def _require_gymnasium(purpose: str) -> None:
-    if importlib.util.find_spec("gymnasium") is None:
-        raise DependencyNotInstalled("gymnasium", "gym", purpose=purpose)
+    try:
+        import gymnasium  # noqa: F401
+    except ImportError as e:
+        raise DependencyNotInstalled("gymnasium", "gym", purpose=purpose) from e
 
 
 def register_envs() -> None:
@@ -120,5 +121,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if importlib.util.find_spec("gymnasium") is not None:
+try:
     register_envs()
+except DependencyNotInstalled:  # the session and resolve_env work without Gymnasium
+    pass

@@ -26,6 +26,7 @@ from envharness import (  # noqa: E402
     UnknownBridgeError,
     load_bridge,
 )
+from envharness._gym_env import _MAKE_ID  # noqa: E402
 from envharness.gym import (  # noqa: E402
     ENV_ID,
     HarnessGymEnv,
@@ -106,6 +107,7 @@ def test_import_registers_the_id_and_register_envs_is_idempotent():
         register_envs()
     assert gym_warnings(caught) == []  # no "Overriding environment" warning
     assert gym.registry[ENV_ID].entry_point == "envharness._gym_env:HarnessGymEnv"
+    assert _MAKE_ID == f"envharness.gym:{ENV_ID}"
 
 
 def test_make_builds_from_a_spec_and_passes_kwargs():
@@ -158,6 +160,31 @@ def test_the_env_side_imports_without_langchain():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Numbers left: 4 4 100"
+
+
+def test_the_session_works_without_gymnasium_and_the_gym_env_names_the_extra():
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["gymnasium"] = None  # as if the 'gym' extra were not installed
+        import envharness.gym as eg
+        session = eg.TextActionSession({toy_spec()!r})
+        session.reset(seed=0)
+        print(session.step("combine 10 * 10").observation.splitlines()[0])
+        session.close()
+        try:
+            eg.HarnessGymEnv
+        except eg.DependencyNotInstalled as e:
+            print(e)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.strip().splitlines()
+    assert first == "Numbers left: 4 4 100"
+    assert "pip install 'envharness[gym]'" in second
 
 
 # -- check_env over each bridge, with Setups and Rules in the stack ---------------------------
