@@ -49,7 +49,7 @@ def export(
     schemas), the instruction and every observation as user/tool messages, every action as an
     assistant tool call, and metadata (the verifier's reward, success and score, bridge, task,
     spec id, policy, seed, steps, and an accepted spec's lineage). chat-jsonl writes one JSON
-    object per line; parquet (pip install 'envharness[export]') stores messages, tools and
+    object per line; parquet (needs pyarrow: the 'export' extra) stores messages, tools and
     metadata as JSON string columns beside flat columns for filtering.
     """
     result = export_run(
