@@ -37,6 +37,7 @@ from envharness.gym import (  # noqa: E402
     to_charset,
 )
 from envharness.harness import HarnessSpec, Rules, Setups  # noqa: E402
+from envharness.rollout import rollout  # noqa: E402
 from envharness.rollout.loop import invalid_action_feedback, rejected_observation  # noqa: E402
 
 SOLVE = ["combine 10 * 10", "combine 100 - 4", "combine 96 / 4"]
@@ -44,6 +45,13 @@ HINT = """
 class _Rules:
     def filter_observation(self, observation, state):
         return observation + "\\n(Hint: think before you act.)"
+"""
+BLOCKS_UNDO = """
+class _Rules:
+    def filter_action(self, action, state):
+        if action["tool"] == "undo":
+            return "Undo is disabled in this variant."
+        return action
 """
 TW_KEY = "tw-s3-o5-q3-seed2"  # go south > take keycard > unlock box with keycard
 KEYCHAIN = "pick_and_place_simple-KeyChain-None-SideTable-309/trial_T20190908_215011_025401"
@@ -454,6 +462,52 @@ def test_an_action_the_env_rejects_shows_its_answer_and_reason(toy):
     assert info["invalid_action"] == answer.info["invalid_action"]
     assert observation == rejected_observation(answer.observation, answer.info["invalid_action"])
     assert reward == 0.0
+
+
+class TextPolicy:
+    """Types each reply in turn, read as the gym env reads it (a bad reply is an invalid step)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    def start(self, instruction, tools):
+        self.tools = tools
+
+    def act(self, observation):
+        from envharness.rollout.chat import read_text_action
+
+        return read_text_action(self.replies.pop(0), self.tools)
+
+
+@pytest.mark.parametrize("rules", [None, HINT, BLOCKS_UNDO])
+def test_an_episode_reads_exactly_as_the_rollout_loop_records_it(rules):
+    replies = [
+        "combine 10 * 10",
+        "bogus words here",
+        "undo",
+        "undo",
+        "undo",
+        "combine 4 ^ 4",
+        '{"tool": "combine", "args": {"a": "4"}}',
+        "combine 10 + 10",
+    ]
+    base = load_bridge("toy24", task_id="4-4-10-10")
+    spec = base.spec().to_json() if rules is None else stacked(base, [], rules)
+    trajectory = rollout(HarnessSpec.from_json(spec).build(), TextPolicy(replies), max_steps=7)
+    env = HarnessGymEnv(spec=spec, max_steps=7)
+    try:
+        first, _ = env.reset(seed=0)
+        assert first == trajectory.first_observation
+        steps = [env.step(reply) for reply in replies[:7]]
+    finally:
+        env.close()
+    assert trajectory.end_reason == "budget"
+    assert [s[0] for s in steps] == [step.observation for step in trajectory.steps]
+    assert [s[4].get("invalid_action") for s in steps] == [st.invalid for st in trajectory.steps]
+    assert [s[4].get("action") for s in steps] == [st.action for st in trajectory.steps]
+    assert [s[4].get("blocked", False) for s in steps] == [st.blocked for st in trajectory.steps]
+    assert steps[-1][3] is True and steps[-1][4]["end_reason"] == "budget"
+    assert steps[-1][4]["evaluation"] == trajectory.evaluation.to_dict()
 
 
 def test_feedback_digests_the_state_the_agent_is_still_in(toy):
