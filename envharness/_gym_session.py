@@ -141,6 +141,13 @@ def _json_copy(value: Any) -> Any:
         return value
 
 
+def _not_an_action(action: Any) -> InvalidActionError:
+    return InvalidActionError(
+        "expected the action as text (a str such as 'tool arg=value' or a JSON tool call), an "
+        f"Action or a tool-call dict, got {type(action).__name__}"
+    )
+
+
 @dataclass(frozen=True)
 class TextStep:
     """What one :meth:`TextActionSession.step` returns.
@@ -323,10 +330,7 @@ class TextActionSession:
             except (TypeError, ValueError) as e:
                 raise InvalidActionError(f"the tool call is not JSON-able: {e}") from None
             return parse_action(text, self.tools)
-        raise InvalidActionError(
-            f"expected the action as text (a str such as 'tool arg=value' or a JSON tool call), "
-            f"an Action or a tool-call dict, got {type(action).__name__}"
-        )
+        raise _not_an_action(action)
 
     def step(self, action: str | Action | Mapping[str, Any]) -> TextStep:
         """Plays one action; an invalid one is answered with feedback and counts as a step.
@@ -347,7 +351,7 @@ class TextActionSession:
                 "no episode is running: call reset() first (and again after the episode ends)"
             )
         if not isinstance(action, str | Action | Mapping):
-            self.parse(action)  # raises, naming the type
+            raise _not_an_action(action)
         self.steps_taken += 1
         info: dict[str, Any] = {"step": self.steps_taken, "action": None}
         try:

@@ -741,3 +741,14 @@ def test_async_vector_env_runs_two_workers_built_from_specs():
 def test_async_vector_env_refuses_an_empty_list():
     with pytest.raises(SpecError, match="non-empty list of specs"):
         async_vector_env([])
+
+
+def test_session_refuses_a_non_action_without_counting_it():
+    session = TextActionSession(toy_spec())
+    session.reset(seed=0)
+    with pytest.raises(InvalidActionError, match="got int"):
+        session.step(7)
+    assert session.steps_taken == 0
+    session.close()
+    with pytest.raises(EpisodeError, match="closed"):
+        session.reset(seed=0)
