@@ -528,16 +528,16 @@ def export_run(
         >>> from pathlib import Path
         >>> from envharness.harness.spec import BridgeSpec, HarnessSpec
         >>> from envharness.rollout import LocalExecutor, OraclePolicyFactory, run_rollouts
-        >>> run = Path(tempfile.mkdtemp()) / "run"
-        >>> with RunStore(run) as store:
-        ...     _ = run_rollouts(HarnessSpec(BridgeSpec("toy24", "4-4-10-10")),
-        ...                      OraclePolicyFactory(1.0), 2, executor=LocalExecutor(1),
-        ...                      store=store)
-        >>> result = export_run(run)
-        >>> result.path.name, result.records
-        ('run.chat.jsonl', 2)
-        >>> json.loads(result.path.read_text().splitlines()[0])["metadata"]["success"]
-        True
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     run = Path(folder) / "run"
+        ...     with RunStore(run) as store:
+        ...         _ = run_rollouts(HarnessSpec(BridgeSpec("toy24", "4-4-10-10")),
+        ...                          OraclePolicyFactory(1.0), 2, executor=LocalExecutor(1),
+        ...                          store=store)
+        ...     result = export_run(run)
+        ...     first = json.loads(result.path.read_text().splitlines()[0])
+        >>> result.path.name, result.records, first["metadata"]["success"]
+        ('run.chat.jsonl', 2, True)
     """
     format = _check_format(format)
     if format == "parquet":
