@@ -19,13 +19,21 @@ This module provides both halves:
   the tool's parameters), and ``get_reward`` is the score of the sealed verifier,
   ``env.evaluate().score``, and nothing else.
 
-A tool method returns the observation text. A call whose arguments do not fit the schema is
-answered as :func:`~envharness.rollout.rollout` answers it (:func:`~envharness.rollout.loop.
-invalid_action_feedback`), and counts against the task's step budget as it does there; calls
-after the episode ended (solved, truncated, or the budget used up) change nothing and say so. A
-call TRL cannot route (an unknown tool, arguments that are not a JSON object) never reaches the
-environment: TRL answers it itself, by its convention for a tool that raises
-(``{'error': '...'}``), as it does when the env below raises.
+A tool method returns the observation text. Calls are played by
+:class:`~envharness._gym_session.TextActionSession` (the step logic ``envharness.gym`` shares),
+so they mean what they mean in :func:`~envharness.rollout.rollout`: a call whose arguments do not
+fit the schema is answered with :func:`~envharness.rollout.loop.invalid_action_feedback`, a move
+the env rejects with its reason, and every call, invalid ones included, uses one step of the
+task's budget; calls after the episode ended (solved, truncated, or the budget used up) change
+nothing and say so. A call TRL cannot route (an unknown tool, arguments that are not a JSON
+object) never reaches the environment: TRL answers it itself, by its convention for a tool that
+raises (``{'error': '...'}``). An env that raises while stepping (e.g. failing rules code) ends the
+episode, and the method raises :class:`~envharness.errors.EpisodeError` so TRL shows (and counts)
+a tool error.
+
+Keep ``GRPOConfig.max_completion_length`` well above the observations' length: TRL runs a tool
+call, then drops its answer from the completion when the answer would overflow that length, so
+the environment (and so the reward) has seen a call that the trained sequence does not show.
 
 Example:
     >>> from envharness.integrations.trl import dataset_from_tasks, environment_factory
@@ -53,23 +61,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from envharness._gym_session import TextActionSession
 from envharness.core import Action, ActionableEnv, ToolSpec
 from envharness.errors import (
     BridgeError,
     DependencyNotInstalled,
     EpisodeError,
-    InvalidActionError,
     RiggerError,
     SpecError,
 )
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._tool_methods import expressed_parameters, tool_method
-from envharness.rollout.loop import (
-    MAX_OBSERVATION_CHARS,
-    clip_observation,
-    invalid_action_feedback,
-    rejected_observation,
-)
+from envharness.rollout.loop import MAX_OBSERVATION_CHARS
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -105,23 +108,31 @@ class HarnessEnvironment:
     other name here is private or a property, because TRL offers every public method of the class
     (other than ``reset`` and ``get_reward``) to the model as a tool.
 
+    Example:
+        >>> from envharness import load_bridge
+        >>> bridge = load_bridge("toy24", task_id="4-4-10-10")
+        >>> env = EnvironmentFactory(tuple(bridge.tools()))()
+        >>> print(env.reset(spec=HarnessSpec.from_env(bridge).to_json(), seed=0).strip())
+        Numbers left: 4 4 10 10
+        Start: make 24 from 4 4 10 10.
+        >>> print(env.combine(a="10", op="*", b="10"))
+        Numbers left: 4 4 100
+        Last: 10 * 10 = 100
+        >>> env.get_reward()
+        0.0
+
     Attributes:
         tool_specs: The bridge tools this class exposes (set by the factory).
         max_observation_chars: Observations longer than this are cut, as the rollout loop cuts
-            them; ``None`` keeps them whole.
+            them.
     """
 
     tool_specs: ClassVar[tuple[ToolSpec, ...]] = ()
-    max_observation_chars: ClassVar[int | None] = MAX_OBSERVATION_CHARS
+    max_observation_chars: ClassVar[int] = MAX_OBSERVATION_CHARS
 
     def __init__(self) -> None:
-        self._env: ActionableEnv | None = None
+        self._session: TextActionSession | None = None
         self._spec: HarnessSpec | None = None
-        self._tools: list[ToolSpec] = []
-        self._current = ""
-        self._steps = 0
-        self._budget = 0
-        self._ended: str | None = None
 
     # -- what TRL calls --------------------------------------------------------------------------
 
@@ -153,16 +164,17 @@ class HarnessEnvironment:
             raise
         try:
             self._check_tools(env, spec)
-            observation, _ = env.reset(seed=seed)
-            budget = env.max_steps
+            session = TextActionSession(env, max_observation_chars=self.max_observation_chars)
         except BaseException:
             env.close()
             raise
-        self._env, self._spec = env, spec
-        self._tools = list(self.tool_specs)
-        self._current = clip_observation(str(observation), self.max_observation_chars)
-        self._steps, self._budget, self._ended = 0, int(budget), None
-        return "\n\n" + self._current
+        try:
+            observation, _ = session.reset(seed=seed)
+        except BaseException:
+            session.close()
+            raise
+        self._session, self._spec = session, spec
+        return "\n\n" + observation
 
     def get_reward(self) -> float:
         """The score of the bridge's own verifier for this episode (``env.evaluate().score``).
@@ -170,15 +182,14 @@ class HarnessEnvironment:
         Raises:
             EpisodeError: Before :meth:`reset`.
         """
-        env = self._running()
-        return float(env.evaluate().score)
+        return float(self._running().env.evaluate().score)
 
     # -- read-only views (properties, so TRL does not offer them as tools) ------------------------
 
     @property
     def env(self) -> ActionableEnv | None:
         """The env the current row's spec built, or ``None`` before :meth:`reset`."""
-        return self._env
+        return None if self._session is None else self._session.env
 
     @property
     def spec(self) -> HarnessSpec | None:
@@ -188,22 +199,22 @@ class HarnessEnvironment:
     @property
     def steps(self) -> int:
         """Tool calls counted against the step budget this episode (invalid ones included)."""
-        return self._steps
+        return 0 if self._session is None else self._session.steps_taken
 
     @property
     def ended(self) -> str | None:
-        """Why the episode is over (``"terminated"``, ``"truncated"``, ``"budget"``), or None."""
-        return self._ended
+        """Why the episode is over (``terminated``, ``truncated``, ``budget``, ``env_error``)."""
+        return None if self._session is None else self._session.end_reason
 
     # -- machinery --------------------------------------------------------------------------------
 
-    def _running(self) -> ActionableEnv:
-        if self._env is None:
+    def _running(self) -> TextActionSession:
+        if self._session is None:
             raise EpisodeError(
                 f"{type(self).__name__}: no episode is running; call reset(**row) with a row "
                 "that has a 'spec' column first (GRPOTrainer does this before each rollout)"
             )
-        return self._env
+        return self._session
 
     def _check_tools(self, env: ActionableEnv, spec: HarnessSpec) -> None:
         have = {t.name: t.to_dict() for t in env.tools()}
@@ -218,47 +229,35 @@ class HarnessEnvironment:
             )
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        """Plays one tool call and returns what the model sees."""
-        env = self._running()
-        if self._ended is not None:
-            return self._over_message()
-        if self._steps >= self._budget:
-            self._ended = "budget"
-            return self._over_message()
-        self._steps += 1
-        try:
-            result = env.step(Action(tool, dict(arguments)))
-        except InvalidActionError as e:
-            return invalid_action_feedback(e, self._tools, self._current)
-        except Exception:
-            self._ended = "env_error"
-            raise
-        observation, _, terminated, truncated, info = result
-        info = info if isinstance(info, dict) else {}
-        observation = clip_observation(str(observation), self.max_observation_chars)
-        invalid = info.get("invalid_action")
-        invalid = None if invalid is None or invalid is False else str(invalid)
-        if invalid is not None:
-            observation = rejected_observation(observation, invalid)
-        elif not info.get("blocked", False):
-            self._current = observation
-        if terminated or truncated:
-            self._ended = "terminated" if terminated else "truncated"
-        return observation
+        """Plays one tool call (rollout-loop semantics) and returns what the model sees.
 
-    def _over_message(self) -> str:
+        Raises:
+            EpisodeError: If the env failed on this call (TRL shows the error as the answer).
+        """
+        session = self._running()
+        if session.done:
+            return self._over_message(session)
+        step = session.step(Action(tool, dict(arguments)))
+        if session.end_reason == "env_error":
+            raise EpisodeError(
+                f"the environment failed on {tool}: {step.info.get('error')}; the episode is over"
+            )
+        return step.observation
+
+    @staticmethod
+    def _over_message(session: TextActionSession) -> str:
         why = {
             "terminated": "the task ended",
             "truncated": "the environment cut it short",
-            "budget": f"the step budget of {self._budget} calls is used up",
+            "budget": f"the step budget of {session.budget} calls is used up",
             "env_error": "the environment failed",
-        }.get(self._ended or "", str(self._ended))
+        }.get(session.end_reason or "", str(session.end_reason))
         return f"Error: the episode is over ({why}). Nothing changed."
 
     def _close(self) -> None:
-        env, self._env = self._env, None
-        if env is not None:
-            env.close()
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
 
     def __del__(self) -> None:
         try:
@@ -267,7 +266,7 @@ class HarnessEnvironment:
             pass
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} env={self._env!r}>"
+        return f"<{type(self).__name__} env={self.env!r}>"
 
 
 def _row_spec(row: Mapping[str, Any]) -> HarnessSpec:
@@ -347,7 +346,7 @@ def _check_round_trip(tool: ToolSpec, method: Any) -> None:
 
 
 @lru_cache(maxsize=64)
-def _environment_class(tools_json: str, name: str, max_chars: int | None) -> type:
+def _environment_class(tools_json: str, name: str, max_chars: int) -> type:
     tools = tuple(ToolSpec.from_dict(d) for d in json.loads(tools_json))
     _check_tool_names(tools)
     namespace: dict[str, Any] = {
@@ -375,7 +374,7 @@ class EnvironmentFactory:
         tools: The bridge tools the environments expose, one method each.
         name: The environment class's name; TRL logs the reward under it
             (``rewards/<name>/mean``).
-        max_observation_chars: Observations longer than this are cut; ``None`` keeps them whole.
+        max_observation_chars: Observations longer than this are cut (the cut said in the text).
 
     Example:
         >>> from envharness import load_bridge
@@ -387,7 +386,7 @@ class EnvironmentFactory:
 
     tools: tuple[ToolSpec, ...]
     name: str = "HarnessEnv"
-    max_observation_chars: int | None = MAX_OBSERVATION_CHARS
+    max_observation_chars: int = MAX_OBSERVATION_CHARS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", tuple(self.tools))
@@ -395,7 +394,7 @@ class EnvironmentFactory:
             raise TypeError(f"expected the class name to be a Python identifier, got {self.name!r}")
         limit = self.max_observation_chars
         bad = isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        if limit is not None and bad:
+        if bad:
             raise ValueError(f"expected max_observation_chars to be a positive int, got {limit!r}")
         _check_tool_names(self.tools)
         _ = self.environment_class  # builds (and checks) the class now, not in the trainer
@@ -415,7 +414,7 @@ class EnvironmentFactory:
         return (_rebuild_factory, (dicts, self.name, self.max_observation_chars))
 
 
-def _rebuild_factory(tools: list[dict], name: str, limit: int | None) -> EnvironmentFactory:
+def _rebuild_factory(tools: list[dict], name: str, limit: int) -> EnvironmentFactory:
     return EnvironmentFactory(tuple(ToolSpec.from_dict(t) for t in tools), name, limit)
 
 
@@ -429,7 +428,7 @@ def environment_factory(
     source: Dataset | HarnessSpec | Sequence[ToolSpec],
     *,
     name: str | None = None,
-    max_observation_chars: int | None = MAX_OBSERVATION_CHARS,
+    max_observation_chars: int = MAX_OBSERVATION_CHARS,
 ) -> EnvironmentFactory | dict[str, EnvironmentFactory]:
     """The ``environment_factory`` for ``GRPOTrainer`` from a dataset, a spec or tool specs.
 
@@ -439,7 +438,7 @@ def environment_factory(
             its tools), or the tools themselves.
         name: The environment class's name (TRL logs the reward as ``rewards/<name>/mean``);
             by default from the ``environment`` column or the bridge, e.g. ``Toy24Env``.
-        max_observation_chars: Observations longer than this are cut; ``None`` keeps them whole.
+        max_observation_chars: Observations longer than this are cut (the cut said in the text).
 
     Returns:
         One :class:`EnvironmentFactory`; for a dataset whose rows need different tool sets, a

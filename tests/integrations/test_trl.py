@@ -291,6 +291,16 @@ def test_calls_past_the_step_budget_change_nothing():
     assert env.ended == "budget"
 
 
+def test_an_env_that_fails_ends_the_episode_and_the_call_raises(toy_env):
+    failing = "class _Rules:\n    def modify_transition(self, action, observation, state):\n"
+    failing += "        raise ValueError('boom')\n"
+    toy_env.reset(**row(toy_spec(rules=failing)))
+    with pytest.raises(EpisodeError, match=r"failed on combine: RulesError: .*boom"):
+        toy_env.combine(a="10", op="*", b="10")
+    assert toy_env.ended == "env_error"
+    assert toy_env.undo() == "Error: the episode is over (the environment failed). Nothing changed."
+
+
 def test_calls_and_reward_before_reset_raise(toy_env):
     with pytest.raises(EpisodeError, match=r"call reset\(\*\*row\)"):
         toy_env.get_reward()
