@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,13 @@ from envharness.errors import RiggerError
 from envharness.graph.designers.protocol import DEFAULT_FEEDBACK_BUDGET
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
+from envharness.graph.settings import SETTING_NAMES, RiggerResources
 from envharness.rollout.executors import Executor
 from envharness.rollout.factory import policy_factory
 from envharness.rollout.policy import PolicyFactory, describe_policy
 from envharness.rollout.store import RunStore
 
-__all__ = ["RiggerContext", "close_store", "open_store"]
+__all__ = ["RiggerContext", "close_store", "open_store", "resolve_context"]
 
 _STORES: dict[Path, RunStore] = {}
 _STORES_LOCK = threading.Lock()
@@ -128,6 +130,58 @@ class RiggerContext:
             )
         self._factory = policy_factory(self.policy)
 
+    def settings(self) -> dict[str, Any]:
+        """The settings as plain JSON values (:class:`~envharness.graph.settings.RiggerSettings`).
+
+        Live objects are named: a policy factory by its description, a designer or model object
+        by its name; the executor is not a setting.
+        """
+        diagnoser = None if self.diagnoser is None else self.model_name("diagnoser")
+        return {
+            "run_dir": str(self.run_dir),
+            "policy": self.policy_name,
+            "designer": self.model_name("writer"),
+            "diagnoser": diagnoser,
+            "objective": str(self.objective),
+            "k_observe": self.k_observe,
+            "k_validate": self.k_validate,
+            "max_iterations": self.max_iterations,
+            "confidence": self.confidence,
+            "max_rollouts": self.max_rollouts,
+            "min_effect": self.min_effect,
+            "require_approval": self.require_approval,
+            "siblings": list(self.siblings),
+            "max_designer_turns": self.max_designer_turns,
+            "feedback_budget": self.feedback_budget,
+            "seed": self.seed,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_settings(
+        cls, settings: Mapping[str, Any], resources: RiggerResources | None = None
+    ) -> RiggerContext:
+        """A context from plain settings, with ``resources``' live objects in place of names.
+
+        Raises:
+            RiggerError: If a setting is unknown or has a bad value.
+        """
+        unknown = sorted(set(settings) - set(SETTING_NAMES))
+        if unknown:
+            raise RiggerError(
+                f"unknown rigger setting(s) {', '.join(unknown)}; the settings are "
+                f"{', '.join(SETTING_NAMES)}"
+            )
+        values = {k: v for k, v in settings.items() if v is not None or k == "diagnoser"}
+        resources = resources or RiggerResources()
+        for name in ("policy", "designer", "diagnoser"):
+            if getattr(resources, name) is not None:
+                values[name] = getattr(resources, name)
+        try:
+            return cls(**values, executor=resources.executor)
+        except TypeError as e:
+            raise RiggerError(f"bad rigger settings: {e}") from None
+
     @staticmethod
     def _is_heuristic(model: Any) -> bool:
         return model is None or (isinstance(model, str) and model.strip().lower() == "heuristic")
@@ -194,3 +248,61 @@ class RiggerContext:
             or getattr(model, "model", None)
             or type(model).__name__
         )
+
+
+_UNCHECKED = frozenset({"metadata"})
+"""Settings a resume may change (trace metadata)."""
+
+
+def resolve_context(
+    given: Any, recorded: Mapping[str, Any] | None, resources: RiggerResources | None = None
+) -> RiggerContext:
+    """The context a node runs with, from what the run was given and what its state recorded.
+
+    Args:
+        given: The run's context: a :class:`RiggerContext`, a settings dict, or ``None``.
+        recorded: The settings the rig recorded at its first step (``None`` before it).
+        resources: Live objects for settings given as plain values.
+
+    Returns:
+        ``given`` itself when it is a ``RiggerContext``; otherwise one built from the settings
+        (``None`` or ``{}`` on a resume takes the recorded ones).
+
+    Raises:
+        RiggerError: If there is no context on a fresh rig, the context is neither a
+            ``RiggerContext`` nor a mapping (e.g. a parent graph's own context), or a resume
+            is given settings that differ from the recorded ones (naming them).
+    """
+    if isinstance(given, RiggerContext):
+        context = given
+    elif given is None or (isinstance(given, Mapping) and not given and recorded):
+        if not recorded:
+            raise RiggerError(
+                "the rigger was run without a context: pass context=RiggerContext(...) from "
+                "Python, or a settings dict (the RiggerSettings schema; {} runs the defaults) "
+                "from the SDK or a parent graph"
+            )
+        return RiggerContext.from_settings(recorded, resources)
+    elif isinstance(given, Mapping):
+        context = RiggerContext.from_settings(given, resources)
+    else:
+        raise RiggerError(
+            f"the rigger's context must be a RiggerContext or a settings dict, got "
+            f"{type(given).__name__}; a parent graph with its own context schema calls the "
+            "rigger from a node with context=RiggerContext(...) (or its settings dict) "
+            "instead of adding it as a subgraph node directly"
+        )
+    if recorded:
+        current = context.settings()
+        changed = sorted(
+            k
+            for k in current.keys() | recorded.keys()
+            if k not in _UNCHECKED and current.get(k) != recorded.get(k)
+        )
+        if changed:
+            shown = ", ".join(f"{k} ({recorded.get(k)!r} → {current.get(k)!r})" for k in changed)
+            raise RiggerError(
+                f"this rig was started with other settings: {shown}; resume with the recorded "
+                "settings (or none, to take them), or start a new thread"
+            )
+    return context

@@ -7,9 +7,12 @@ the run's :class:`~envharness.rollout.RunStore`, which holds the trajectories th
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
-__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerState"]
+from pydantic import Field
+from typing_extensions import TypedDict  # LangGraph reads schemas from it before Python 3.12
+
+__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerOutput", "RiggerState"]
 
 RigStatus = Literal["running", "accepted", "rejected", "undecided"]
 
@@ -38,10 +41,52 @@ class Attempt(TypedDict):
 
 
 class RiggerInput(TypedDict):
-    """What a rig starts from: the task and the spec to rig (a bare bridge or a harness)."""
+    """What a rig starts from: the task and the spec to rig (a bare bridge or a harness).
 
-    task_id: str
-    base_spec: dict[str, Any]
+    Keys:
+        task_id: The task; it must be the task of ``base_spec``.
+        base_spec: The ``HarnessSpec`` to rig, as a dict (``spec.to_dict()``).
+    """
+
+    task_id: Annotated[str, Field(description="The task; it must be the task of base_spec.")]
+    base_spec: Annotated[
+        dict[str, Any], Field(description="The HarnessSpec to rig, as a dict (spec.to_dict()).")
+    ]
+
+
+class RiggerOutput(TypedDict, total=False):
+    """What a finished rig returns (a parent graph receives these keys only).
+
+    Keys:
+        task_id: The task.
+        status: ``accepted``, ``rejected``, ``undecided`` (or ``running`` while unfinished).
+        reason: The last verdict's reason.
+        accepted_spec: The accepted harness spec with lineage (``None`` unless accepted).
+        diagnosis: What the diagnoser found.
+        baseline_stats: The observe rollouts' statistics.
+        attempts: Every write→validate iteration (candidate, spec, verdict).
+        iteration: Write→validate iterations run.
+        rollouts: Policy rollouts spent.
+        model_calls: Model calls spent.
+    """
+
+    task_id: Annotated[str, Field(description="The task.")]
+    status: Annotated[
+        RigStatus, Field(description="accepted, rejected, undecided (running while unfinished).")
+    ]
+    reason: Annotated[str, Field(description="The last verdict's reason.")]
+    accepted_spec: Annotated[
+        dict[str, Any] | None,
+        Field(description="The accepted harness spec with lineage (null unless accepted)."),
+    ]
+    diagnosis: Annotated[dict[str, Any], Field(description="What the diagnoser found.")]
+    baseline_stats: Annotated[dict[str, Any], Field(description="The observe rollouts' stats.")]
+    attempts: Annotated[
+        list[Attempt], Field(description="Every write/validate iteration: candidate, verdict.")
+    ]
+    iteration: Annotated[int, Field(description="Write/validate iterations run.")]
+    rollouts: Annotated[int, Field(description="Policy rollouts spent.")]
+    model_calls: Annotated[int, Field(description="Model calls spent.")]
 
 
 class RiggerState(TypedDict, total=False):
@@ -66,6 +111,9 @@ class RiggerState(TypedDict, total=False):
         rollouts: Policy rollouts spent on this task (accumulates); the validator's privileged
             oracle checks are not counted (nor stored).
         model_calls: Model calls spent on this task (accumulates).
+        reason: The last verdict's reason.
+        settings: The run's settings, recorded at the first step (a resume is checked against
+            them, and one without a context takes them).
     """
 
     task_id: str
@@ -85,3 +133,5 @@ class RiggerState(TypedDict, total=False):
     accepted_spec: dict[str, Any] | None
     rollouts: Annotated[int, operator.add]
     model_calls: Annotated[int, operator.add]
+    reason: str
+    settings: dict[str, Any]

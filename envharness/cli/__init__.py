@@ -9,6 +9,7 @@ Commands:
     ``envharness rollout NAME --policy P``      K episodes on each of N tasks, stored and summarized
     ``envharness audit RUN``                    re-measure a rig's accepted harnesses on fresh seeds
     ``envharness experiment sl NAME``           skill learning: arms, rounds, report
+    ``envharness export RUN --format F``        trajectories as chat records (chat-jsonl, parquet)
 
 Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red line
 ``error: ...`` and exit code 2; ``check-bridge`` exits with 1 when the bridge fails a check.
@@ -16,7 +17,7 @@ Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red 
 
 from __future__ import annotations
 
-from envharness.cli import audit, envs, experiment, report, rig, rollout, skills  # noqa: F401 - registers the commands
+from envharness.cli import audit, envs, experiment, export, report, rig, rollout, skills  # noqa: F401 - registers the commands
 from envharness.cli._app import app
 
 __all__ = ["app"]

@@ -63,6 +63,7 @@ from envharness.rollout.trajectory import END_REASONS, EndReason, Step, Trajecto
 if TYPE_CHECKING:
     from envharness.rollout.chat import ChatModelPolicy, ChatModelPolicyFactory
     from envharness.rollout.chat_context import ContextLimits
+    from envharness.rollout.export import ExportResult, export_run
 
 __all__ = [
     # policies
@@ -111,12 +112,16 @@ __all__ = [
     "run_rollouts",
     # storage
     "RunStore",
+    "ExportResult",
+    "export_run",
 ]
 
 _LAZY = {
     "ChatModelPolicy": "envharness.rollout.chat",
     "ChatModelPolicyFactory": "envharness.rollout.chat",
     "ContextLimits": "envharness.rollout.chat_context",
+    "ExportResult": "envharness.rollout.export",
+    "export_run": "envharness.rollout.export",
 }
 
 

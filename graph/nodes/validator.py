@@ -366,6 +366,7 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         "model_calls": state.get("candidate_model_calls", 0),
     }
     update: dict[str, Any] = {
+        "reason": verdict.reason,
         "attempts": [attempt],
         "rollouts": spent,
         "next_seed": next_seed,
