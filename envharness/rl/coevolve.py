@@ -145,6 +145,7 @@ def _evaluate(
         returns = [t.evaluation.score if t.evaluation else 0.0 for t in batch]
         errors = [t.error for t in batch if t.error]
         evaluation[spec.bridge.task_id] = {
+            "spec_id": spec.spec_id,
             "n": len(batch),
             "successes": successes,
             "success_rate": successes / len(batch),

@@ -99,8 +99,9 @@ class RoundResult:
         rig_rollouts: EnvRigger's rollouts of the policy this round (its own cost).
         rig_env_steps: The env steps of those rollouts.
         eval_env_steps: The env steps of the evaluation episodes (no learning happens there).
-        evaluation: Per task: ``n``, ``successes``, ``success_rate``, ``mean_return``,
-            ``steps_mean``, ``first_seed`` (seeds ``first_seed`` to ``first_seed + n - 1``).
+        evaluation: Per task: the evaluated (original) ``spec_id``, ``n``, ``successes``,
+            ``success_rate``, ``mean_return``, ``steps_mean``, ``first_seed`` (seeds
+            ``first_seed`` to ``first_seed + n - 1``) and up to 3 ``errors``.
         success_rate: The mean success rate over tasks on the original envs.
         train_first_seed: The first training episode seed (seeds run upward, one per episode).
         seconds: Wall time of ``rig``, ``train`` and ``evaluate``.
