@@ -1,8 +1,10 @@
 """``build_rigger``: EnvRigger's LangGraph state machine, and the compiled ``graph``.
 
-    observer → diagnoser → writer → validator ─┬─ accept → END
-                              ▲                ├─ refine → writer
-                              └────────────────┘─ reject → END
+    observer → diagnoser → writer → validator ─┬─ accept / reject / undecided → recorder → END
+                              ▲                ├─ accept, require_approval → approval ─┐
+                              │                └─ refine ──────────────────────────────┤
+                              └──────────────────── refused ────────────────────────────┘
+    (approval: approved, or refused with no iterations left → recorder)
 
 Run settings come through the context (a :class:`RiggerContext`, or a plain
 :class:`RiggerSettings` dict, the context schema Studio and the SDK see; the first step records
@@ -14,7 +16,7 @@ is what ``langgraph.json`` exposes; it has no checkpointer (the platform supplie
 Example:
     >>> from envharness.graph import build_rigger
     >>> sorted(build_rigger().get_graph().nodes)
-    ['__end__', '__start__', 'diagnoser', 'observer', 'validator', 'writer']
+    ['__end__', '__start__', 'approval', 'diagnoser', 'observer', 'recorder', 'validator', 'writer']
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from envharness.graph.context import resolve_context
-from envharness.graph.nodes import diagnoser, observer, route_after_validator, validator, writer
+from envharness.graph.nodes import (
+    approval,
+    diagnoser,
+    observer,
+    recorder,
+    route_after_approval,
+    route_after_validator,
+    validator,
+    writer,
+)
 from envharness.graph.settings import RiggerResources, RiggerSettings
 from envharness.graph.state import RiggerInput, RiggerOutput, RiggerState
 
@@ -73,13 +84,17 @@ def build_rigger(
         input_schema=RiggerInput,
         output_schema=RiggerOutput,
     )
-    for node in (observer, diagnoser, writer, validator):
+    for node in (observer, diagnoser, writer, validator, approval, recorder):
         builder.add_node(node.__name__, _with_context(node, resources))
     builder.add_edge(START, "observer")
     builder.add_edge("observer", "diagnoser")
     builder.add_edge("diagnoser", "writer")
     builder.add_edge("writer", "validator")
-    builder.add_conditional_edges("validator", route_after_validator, ["writer", END])
+    builder.add_conditional_edges(
+        "validator", route_after_validator, ["writer", "approval", "recorder"]
+    )
+    builder.add_conditional_edges("approval", route_after_approval, ["writer", "recorder"])
+    builder.add_edge("recorder", END)
     return builder.compile(checkpointer=checkpointer, name=name)
 
 

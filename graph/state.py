@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypedDict  # LangGraph reads schemas from it before Python 3.12
 
-__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerOutput", "RiggerState"]
+__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerOutput", "RiggerState", "merge_attempts"]
 
 RigStatus = Literal["running", "accepted", "rejected", "undecided"]
 
@@ -38,6 +38,22 @@ class Attempt(TypedDict):
     trajectories: list[str]
     designer: str
     model_calls: int
+
+
+def merge_attempts(left: list[Attempt], right: list[Attempt]) -> list[Attempt]:
+    """The attempts reducer: new iterations are appended, a known one is replaced.
+
+    The approval node replaces the attempt a human refused (its verdict becomes the refusal).
+    """
+    merged = list(left)
+    index = {a["iteration"]: i for i, a in enumerate(merged)}
+    for attempt in right:
+        if attempt["iteration"] in index:
+            merged[index[attempt["iteration"]]] = attempt
+        else:
+            index[attempt["iteration"]] = len(merged)
+            merged.append(attempt)
+    return merged
 
 
 class RiggerInput(TypedDict):
@@ -104,7 +120,7 @@ class RiggerState(TypedDict, total=False):
         candidate: The writer's latest candidate as a dict (``None`` when it had none).
         candidate_designer: Who wrote it.
         candidate_model_calls: Model calls spent writing it.
-        attempts: Every write→validate iteration (accumulates).
+        attempts: Every write→validate iteration (accumulates; :func:`merge_attempts`).
         iteration: Iterations started so far.
         status: ``running``, ``accepted``, ``rejected`` or ``undecided``.
         accepted_spec: The accepted harness spec with lineage, as a dict.
@@ -114,6 +130,10 @@ class RiggerState(TypedDict, total=False):
         reason: The last verdict's reason.
         settings: The run's settings, recorded at the first step (a resume is checked against
             them, and one without a context takes them).
+        proposed_spec: A validated spec waiting for a human's approval.
+        approval: The human's answer (``{"approved": bool, "note": str}``).
+        outcome: The record of a rig that ended without an accepted spec (what the recorder
+            writes to ``RUN/rejected`` or ``RUN/undecided``).
     """
 
     task_id: str
@@ -127,7 +147,7 @@ class RiggerState(TypedDict, total=False):
     candidate: dict[str, Any] | None
     candidate_designer: str
     candidate_model_calls: int
-    attempts: Annotated[list[Attempt], operator.add]
+    attempts: Annotated[list[Attempt], merge_attempts]
     iteration: int
     status: RigStatus
     accepted_spec: dict[str, Any] | None
@@ -135,3 +155,6 @@ class RiggerState(TypedDict, total=False):
     model_calls: Annotated[int, operator.add]
     reason: str
     settings: dict[str, Any]
+    proposed_spec: dict[str, Any] | None
+    approval: dict[str, Any] | None
+    outcome: dict[str, Any] | None

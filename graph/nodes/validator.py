@@ -5,23 +5,21 @@ Every rollout here uses seeds no earlier step of the task's rig used (the state'
 every batch of ``k_validate`` and stops as soon as the judge is sure, moving the candidate's
 first knob by the pooled monotone model when a setting misses. A candidate whose budget
 (``max_rollouts``) runs out without a sure decision is *undecided*; a task whose iterations end
-with undecided candidates and none accepted ends ``undecided`` (``RUN/undecided/<task>.json``).
+with undecided candidates and none accepted ends ``undecided``. The validator writes no file:
+the ``approval`` node (under ``require_approval``) and the ``recorder`` come after it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
 
 from envharness.errors import BridgeError, EnvHarnessError
 from envharness.graph.context import RiggerContext
 from envharness.graph.judge.decisions import Outcomes
 from envharness.graph.judge.sequential import validate_candidate
 from envharness.graph.nodes._common import play
-from envharness.graph.outputs import accepted_path, rejected_path, undecided_path, write_json
 from envharness.graph.records import Candidate, Verdict
 from envharness.graph.state import Attempt, RiggerState
 from envharness.harness.spec import HarnessSpec, Lineage
@@ -30,7 +28,7 @@ from envharness.rollout.policies import OraclePolicy
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
-__all__ = ["oracle_check", "validator"]
+__all__ = ["ending_update", "oracle_check", "validator"]
 
 
 _ORACLE_TRIES = 3  # seeds the sanity check tries before it calls a candidate unsolvable
@@ -336,19 +334,6 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
             spec = candidate.apply(base, verdict.knobs)
     spent = verdict.rollouts
     used = list(range(state["next_seed"], next_seed))
-    if verdict.decision == "accept" and context.require_approval:
-        approved = interrupt(
-            {
-                "task_id": state["task_id"],
-                "question": "Accept this harness?",
-                "candidate": raw,
-                "verdict": verdict.to_dict(),
-            }
-        )
-        if not approved:
-            verdict = replace(
-                verdict, decision="refine", reason="a human refused the candidate", side=None
-            )
     out_of_iterations = iteration >= context.max_iterations
     if verdict.decision in ("refine", "undecided") and out_of_iterations:
         verdict.reason = (
@@ -380,23 +365,33 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         seeds = [*state.get("seeds", []), *used]
         lineage = _lineage(state, context, candidate, verdict, iteration, rollouts, seeds)
         accepted = spec.with_lineage(lineage).to_dict()
-        write_json(accepted_path(context.run_dir, state["task_id"]), accepted)
-        update |= {"status": "accepted", "accepted_spec": accepted}
-    elif ending:
-        best = _best_undecided(attempts)
-        record = {
-            "task_id": state["task_id"],
-            "objective": str(context.objective),
-            "diagnosis": state["diagnosis"],
-            "baseline": state["baseline_stats"],
-            "attempts": attempts,
-            "reason": verdict.reason,
-        }
-        if best is not None:
-            record["best"] = best
-            write_json(undecided_path(context.run_dir, state["task_id"]), record)
-            update |= {"status": "undecided", "accepted_spec": None}
+        if context.require_approval:  # the approval node asks a human before anything is kept
+            update["proposed_spec"] = accepted
         else:
-            write_json(rejected_path(context.run_dir, state["task_id"]), record)
-            update |= {"status": "rejected", "accepted_spec": None}
+            update |= {"status": "accepted", "accepted_spec": accepted}
+    elif ending:
+        update |= ending_update(state, context, attempts, verdict.reason)
     return update
+
+
+def ending_update(
+    state: RiggerState, context: RiggerContext, attempts: list[Attempt], reason: str
+) -> dict[str, Any]:
+    """The state update that ends a rig without an accepted spec: undecided or rejected.
+
+    ``undecided`` when some attempt was undecided (its record names the closest one), else
+    ``rejected``; the record (``outcome``) is what the recorder writes to the run directory.
+    """
+    record: dict[str, Any] = {
+        "task_id": state["task_id"],
+        "objective": str(context.objective),
+        "diagnosis": state["diagnosis"],
+        "baseline": state["baseline_stats"],
+        "attempts": attempts,
+        "reason": reason,
+    }
+    best = _best_undecided(attempts)
+    if best is not None:
+        record["best"] = best
+        return {"status": "undecided", "accepted_spec": None, "outcome": record}
+    return {"status": "rejected", "accepted_spec": None, "outcome": record}

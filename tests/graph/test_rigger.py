@@ -35,7 +35,11 @@ def test_topology_snapshot():
         "diagnoser --> writer",
         "writer --> validator",
         "validator -.-> writer",
-        "validator -.-> __end__",
+        "validator -.-> approval",
+        "validator -.-> recorder",
+        "approval -.-> writer",
+        "approval -.-> recorder",
+        "recorder --> __end__",
     ):
         assert edge in mermaid, mermaid
 
