@@ -41,6 +41,7 @@ from envharness.graph.nodes import (
 )
 from envharness.graph.settings import RiggerResources, RiggerSettings
 from envharness.graph.state import RiggerInput, RiggerOutput, RiggerState
+from envharness.graph.tracing import annotate_node_run
 
 __all__ = ["build_rigger", "graph"]
 
@@ -48,12 +49,18 @@ Node = Callable[[RiggerState, Runtime[Any]], dict[str, Any]]
 
 
 def _with_context(node: Node, resources: RiggerResources | None) -> Node:
-    """``node`` run with the resolved :class:`RiggerContext` (see ``resolve_context``)."""
+    """``node`` run with the resolved :class:`RiggerContext`, its trace run annotated.
+
+    See ``resolve_context`` and :func:`~envharness.graph.tracing.annotate_node_run`.
+    """
 
     @functools.wraps(node)
     def run(state: RiggerState, runtime: Runtime[Any]) -> dict[str, Any]:
         context = resolve_context(runtime.context, state.get("settings"), resources)
-        return node(state, runtime.override(context=context))
+        annotate_node_run(node.__name__, state, context)
+        update = node(state, runtime.override(context=context))
+        annotate_node_run(node.__name__, state, context, update)
+        return update
 
     return run
 
