@@ -4,7 +4,9 @@
 proposes Setups/Rules/Link components (a tool-calling designer model, or the offline heuristic),
 ``validator`` judges them on fresh rollouts (:mod:`envharness.graph.judge`); a router loops
 write↔validate until the candidate is accepted or the iterations run out. :func:`rig` runs it
-over many tasks with a SQLite checkpointer, so an interrupted rig resumes.
+over many tasks with a SQLite checkpointer, so an interrupted rig resumes;
+:func:`build_rig_many` (``envharness.graph.rig_many.rig_many`` in ``langgraph.json``) is the
+same as one graph, each task a ``Send`` to the rigger subgraph.
 
 Installed as ``envharness.graph``; needs the ``rigger`` extra (langgraph, langchain).
 """
@@ -22,6 +24,7 @@ __all__ = [
     "RiggerContext",
     "Verdict",
     "Weakness",
+    "build_rig_many",
     "build_rigger",
     "graph",
 ]
@@ -33,9 +36,13 @@ def __getattr__(name: str) -> Any:
         from envharness.graph import rigger
 
         return getattr(rigger, name)
+    if name == "build_rig_many":
+        from envharness.graph.rig_many import build_rig_many
+
+        return build_rig_many
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    """The module's names, the lazily imported ``build_rigger`` and ``graph`` included."""
+    """The module's names, the lazily imported graphs and builders included."""
     return sorted(set(globals()) | set(__all__))
