@@ -146,6 +146,9 @@ class DockerRuntime(Runtime):
         memory_mb: The container's memory limit, swap included, in MiB.
         pids_limit: The most processes the container may hold.
         cpus: CPUs the container may use.
+        environment: Variables set in the container, replacing the default ones (``HOME``,
+            ``LANG``, ``PYTHONDONTWRITEBYTECODE``, ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` ...); the
+            image's own variables stay unless named here.
 
     Raises:
         BridgeError: If a limit is out of range.
@@ -160,6 +163,7 @@ class DockerRuntime(Runtime):
         memory_mb: int = 1024,
         pids_limit: int = 256,
         cpus: float = 1.0,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(image, str) or not image:
             raise BridgeError(f"image: expected an image tag, got {image!r}", bridge="swe")
@@ -172,6 +176,7 @@ class DockerRuntime(Runtime):
         self.memory_mb = memory_mb
         self.pids_limit = pids_limit
         self.cpus = float(cpus)
+        self.environment = dict(_ENVIRONMENT if environment is None else environment)
         self._client: Any = None
         self._container_id: str | None = None
         self._finalizer: weakref.finalize | None = None
@@ -207,7 +212,7 @@ class DockerRuntime(Runtime):
                 self.image,
                 command=["sleep", "infinity"],
                 working_dir=WORKDIR,
-                environment=dict(_ENVIRONMENT),
+                environment=dict(self.environment),
                 network_mode="none",
                 network_disabled=True,
                 mem_limit=f"{self.memory_mb}m",
