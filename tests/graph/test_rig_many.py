@@ -151,6 +151,21 @@ def test_a_failing_task_is_reported_and_the_others_finish(tmp_path) -> None:
     assert out["counts"] == {"accepted": 1, "failed": 1}
 
 
+def test_a_task_that_finished_before_a_pause_is_kept_on_the_resume(tmp_path) -> None:
+    g = graph()
+    context = settings(tmp_path, require_approval=True, max_iterations=1)
+    first = g.invoke(
+        {"bridge": "toy24", "task_ids": ["no-such-task", TASKS[0]]}, config(), context=context
+    )
+    (pending,) = first["__interrupt__"]
+    assert pending.value["task_id"] == TASKS[0]
+    out = g.invoke(Command(resume=True), config())
+    assert [(r["task_id"], r["status"]) for r in out["results"]] == [
+        ("no-such-task", "failed"),
+        (TASKS[0], "accepted"),
+    ]
+
+
 def test_a_base_spec_rigs_its_own_task(tmp_path) -> None:
     base = HarnessSpec(BridgeSpec("toy24", TASKS[1])).to_dict()
     out = graph().invoke({"base_spec": base}, config(), context=settings(tmp_path))
