@@ -9,12 +9,15 @@ rigging at once never write the same key (the rigger's own ``status`` stays in i
 ``summary`` counts the outcomes.
 
 Every task's rig is one invocation of the subgraph inside the parent's thread: LangGraph gives
-each ``Send`` its own checkpoint namespace (``rig_task:<task id>``), so the tasks' checkpoints
-never mix and an interrupt (``require_approval``) pauses only its task; resume the parent
-thread with ``Command(resume=...)`` (several tasks waiting at once: ``Command(resume={interrupt
-id: answer, ...})``). The rigger is compiled without a checkpointer, so it uses the parent's (the
-platform's under ``langgraph dev``). A new input on the same thread starts a new rig: its
-results replace the earlier ones. ``config={"max_concurrency": N}`` bounds the tasks run at once.
+each ``Send`` its own checkpoint namespace (``rig_task:<its LangGraph task id>``), so the
+tasks' checkpoints never mix and an interrupt (``require_approval``) pauses only its task;
+resume the parent thread with ``Command(resume=...)`` (several tasks waiting at once:
+``Command(resume={interrupt id: answer, ...})``). The rigger is compiled without a
+checkpointer, so it uses the parent's (the platform's under ``langgraph dev``). A task whose
+rig raises an :class:`~envharness.errors.EnvHarnessError` (an unknown task, a broken spec) is
+reported ``failed`` with the error as its reason, and the others go on. A new input on the same
+thread starts a new rig: its results replace the earlier ones. ``config={"max_concurrency":
+N}`` bounds the tasks rigged at once.
 
 Settings come through the context, as for the rigger (a
 :class:`~envharness.graph.settings.RiggerSettings` dict or a
