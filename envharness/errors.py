@@ -147,8 +147,12 @@ class ExecutorError(EnvHarnessError):
     """Raised when an executor cannot run the rollouts (e.g. its workers cannot start)."""
 
 
-class RiggerError(EnvHarnessError):
-    """Raised when a rig cannot run: a bad objective, bad settings, an unusable run directory."""
+class RiggerError(EnvHarnessError, ValueError):
+    """Raised when a rig cannot run: a bad objective, bad settings, an unusable run directory.
+
+    Also a ``ValueError``, so the LangGraph API server passes its message to the SDK and Studio
+    (it hides the messages of other exception types behind "An internal error occurred").
+    """
 
 
 class DesignerError(RiggerError):
