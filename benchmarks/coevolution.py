@@ -1,7 +1,8 @@
 """Co-evolution offline: tabular Q-learning on the original env vs on EnvRigger-rigged envs.
 
 Run: ``python benchmarks/coevolution.py [--quick] [--seeds 10] [--rounds 3] [--steps 5000]
-[--workers 2] [--envs fl8,fl8-slippery,cliff,taxi] [--runs DIR] [--out PATH]``.
+[--workers 2] [--max-rollouts 100] [--envs fl8,fl8-slippery,cliff,taxi] [--runs DIR] [--out PATH]
+[--replot JSON]``.
 Prints a table, writes ``benchmarks/results/coevolution.json`` and the plot
 ``benchmarks/results/coevolution.png`` (success on the original env vs the learner's env steps,
 mean over seeds with a 95% bootstrap band). ``--quick`` is a smoke run (2 seeds, 2 rounds of
@@ -54,7 +55,7 @@ ENVS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 ARMS = ("original", "rigged")
 LEARNER = {"alpha": 0.5, "gamma": 0.99, "epsilon": 0.1}
-RIGGER = {"k_observe": 5, "k_validate": 5, "max_iterations": 3, "max_rollouts": 30}
+RIGGER = {"k_observe": 5, "k_validate": 5, "max_iterations": 3, "max_rollouts": 100}
 EVAL_EPISODES = 10
 BOOTSTRAP = 4000
 
@@ -76,7 +77,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         bridge_options=options,
         rig=job["arm"] == "rigged",
         eval_episodes=EVAL_EPISODES,
-        rigger=RIGGER,
+        rigger=job["rigger"],
     )
     return {**job, "seconds": time.perf_counter() - start, "rounds_data": run.to_dict()["rounds"]}
 
@@ -209,12 +210,14 @@ def plot(summary: dict[str, Any], path: Path) -> bool:
     envs = list(summary)
     figure, axes = plt.subplots(1, len(envs), figsize=(4.2 * len(envs), 3.6), squeeze=False)
     for axis, env in zip(axes[0], envs, strict=True):
-        for arm, colour in zip(ARMS, ("tab:blue", "tab:orange"), strict=True):
+        styles = (("tab:blue", "o", "-"), ("tab:orange", "s", "--"))
+        for arm, (colour, marker, line) in zip(ARMS, styles, strict=True):
             data = summary[env]["arms"].get(arm)
             if data is None:
                 continue
             xs = [p["env_steps"] for p in data["curve"]]
-            axis.plot(xs, [p["mean"] for p in data["curve"]], marker="o", color=colour, label=arm)
+            ys = [p["mean"] for p in data["curve"]]
+            axis.plot(xs, ys, marker=marker, linestyle=line, color=colour, label=arm)
             axis.fill_between(
                 xs,
                 [p["low"] for p in data["curve"]],
@@ -259,10 +262,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5000, help="learner env steps per round")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--max-rollouts",
+        type=int,
+        default=RIGGER["max_rollouts"],
+        help="validation rollouts one candidate may spend in a round's rig",
+    )
     parser.add_argument("--envs", default=",".join(ENVS))
     parser.add_argument("--runs", type=Path, default=None, help="keep (and resume) runs here")
     parser.add_argument("--out", type=Path, default=None, help="the JSON path")
+    parser.add_argument(
+        "--replot", type=Path, default=None, help="redraw the plot and table from a results JSON"
+    )
     args = parser.parse_args()
+    if args.replot is not None:
+        report = json.loads(args.replot.read_text())
+        print_table(report["summary"])
+        if plot(report["summary"], args.replot.with_suffix(".png")):
+            print(f"wrote {args.replot.with_suffix('.png')}")
+        return
     if args.quick:
         args.seeds, args.rounds, args.steps = 2, 2, 600
     envs = [e.strip() for e in args.envs.split(",") if e.strip()]
@@ -272,6 +290,7 @@ def main() -> None:
     stem = "coevolution_quick" if args.quick else "coevolution"
     out = args.out or RESULTS / f"{stem}.json"
     runs_root = args.runs or Path(tempfile.mkdtemp(prefix="coevolution-"))
+    rigger = {**RIGGER, "max_rollouts": args.max_rollouts}
     jobs = [
         {
             "env": env,
@@ -280,6 +299,7 @@ def main() -> None:
             "rounds": args.rounds,
             "steps": args.steps,
             "dir": str(runs_root / env / arm / f"seed-{seed}"),
+            "rigger": rigger,
         }
         for env in envs
         for seed in range(args.seeds)
@@ -314,7 +334,7 @@ def main() -> None:
             "rounds": args.rounds,
             "steps_per_round": args.steps,
             "learner": LEARNER,
-            "rigger": {**RIGGER, "designer": "heuristic", "objective": "sr:0.4-0.6"},
+            "rigger": {**rigger, "designer": "heuristic", "objective": "sr:0.4-0.6"},
             "eval_episodes": EVAL_EPISODES,
             "workers": args.workers,
             "band": "95% percentile bootstrap over seeds of the mean success rate",
@@ -322,7 +342,7 @@ def main() -> None:
         "wall_seconds": wall,
         "summary": summary,
         "runs": [
-            {k: v for k, v in r.items() if k != "dir"}
+            {k: v for k, v in r.items() if k not in ("dir", "rigger")}
             | {"rounds_data": [_slim(d) for d in r["rounds_data"]]}
             for r in runs
         ],

@@ -60,7 +60,7 @@ def coevolve(
     k_observe: Annotated[int, typer.Option("--k-observe", min=1)] = 5,
     k_validate: Annotated[int, typer.Option("--k-validate", min=1)] = 5,
     max_iterations: Annotated[int, typer.Option("--max-iterations", min=1)] = 3,
-    max_rollouts: Annotated[int, typer.Option("--max-rollouts", min=1)] = 30,
+    max_rollouts: Annotated[int, typer.Option("--max-rollouts", min=1)] = 100,
     alpha: Annotated[float, typer.Option("--alpha", help="Q-learning rate.")] = 0.5,
     gamma: Annotated[float, typer.Option("--gamma", help="Discount.")] = 0.99,
     epsilon: Annotated[float, typer.Option("--epsilon", help="Exploration while training.")] = 0.1,
