@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from envharness.harness.spec import HarnessSpec
@@ -76,8 +75,3 @@ class Trainer(Protocol):
         Episode seeds run from ``seed`` upward (the caller keeps them apart from evaluation).
         """
         ...
-
-
-def save_path(folder: str | Path) -> Path:
-    """Where a round's policy is saved when the trainer has no ``save_policy``."""
-    return Path(folder) / "policy.pkl"

@@ -19,7 +19,7 @@ from envharness.errors import (  # noqa: E402
     UnknownTaskError,
 )
 from envharness.harness.spec import BridgeSpec, HarnessSpec  # noqa: E402
-from envharness.rl import QLearner, SeedPlan, TrainOutcome, coevolve  # noqa: E402
+from envharness.rl import QLearner, SeedPlan, Trainer, TrainOutcome, coevolve  # noqa: E402
 from envharness.rl.rounds import round_dir  # noqa: E402
 from envharness.rollout.store import RunStore  # noqa: E402
 
@@ -177,3 +177,31 @@ def test_unknown_bridges_and_tasks_and_non_tabular_envs_are_clear_errors(tmp_pat
                  out_dir=tmp_path / "c")  # fmt: skip
     with pytest.raises(RiggerError, match="no tasks"):
         coevolve("gymnasium", [], QLearner(), rounds=1, steps_per_round=10, out_dir=tmp_path / "d")
+
+
+class Plain:
+    """A trainer with only the protocol's two calls (no save_policy/load_policy)."""
+
+    def __init__(self) -> None:
+        self.learner = QLearner(alpha=0.5, epsilon=0.2)
+        self.trained = 0
+
+    def initial_policy(self, specs, seed):
+        return self.learner.initial_policy(specs, seed)
+
+    def train(self, policy, specs, steps_budget, seed):
+        self.trained += 1
+        return self.learner.train(policy, specs, steps_budget, seed)
+
+
+def test_a_plain_trainer_is_pickled_and_resumes(tmp_path):
+    trainer = Plain()
+    assert isinstance(trainer, Trainer)
+    first = run(tmp_path, trainer, rounds=1, rig=False)
+    assert (round_dir(tmp_path, 1) / "policy.pkl").exists()
+    again = Plain()
+    resumed = run(tmp_path, again, rounds=2, rig=False)
+    assert again.trained == 1 and resumed.rounds[1].policy == first.rounds[1].policy
+    (round_dir(tmp_path, 2) / "policy.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(PolicyError, match="cannot load the policy saved in"):
+        run(tmp_path, Plain(), rounds=2, rig=False)
