@@ -88,8 +88,17 @@ class SpreadsheetEnv(ActionableEnv):
     """
 
     bridge_name: ClassVar[str] = _BRIDGE
+    _option_names: ClassVar[tuple[str, ...]] = _OPTIONS
 
-    def __init__(self, task_id: str, *, max_steps: int | None = None) -> None:
+    def __new__(cls, *args: Any, dataset: Any = None, **options: Any) -> SpreadsheetEnv:
+        """A SpreadsheetBench task (:class:`SpreadsheetBenchEnv`) when ``dataset`` is given."""
+        if dataset is not None and cls is SpreadsheetEnv:
+            from envharness.bridges.spreadsheet.bench.env import SpreadsheetBenchEnv
+
+            return super().__new__(SpreadsheetBenchEnv)
+        return super().__new__(cls)
+
+    def __init__(self, task_id: str, *, max_steps: int | None = None, dataset: None = None) -> None:
         self._task: Task = get_task(task_id)
         self._max_steps_option: int | None = None
         if max_steps is not None:
@@ -130,6 +139,10 @@ class SpreadsheetEnv(ActionableEnv):
             >>> SpreadsheetEnv.list_tasks("test")[:2]
             ['inventory-category-max', 'payroll-overtime']
         """
+        if options.get("dataset") is not None and cls is SpreadsheetEnv:
+            from envharness.bridges.spreadsheet.bench.env import SpreadsheetBenchEnv
+
+            return SpreadsheetBenchEnv.list_tasks(split, **options)
         check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
         return list_task_ids(split)
 
@@ -227,21 +240,30 @@ class SpreadsheetEnv(ActionableEnv):
             elif action.tool == "write_cells":
                 observation = self._write(action.args["range"], action.args["values"], render)
                 self._counts["writes"] += 1
-            else:  # submit
+            elif action.tool == "submit":
                 self._submitted = True
                 evaluation = self.evaluate()
                 reward = 1.0 if evaluation.success else 0.0
                 info = {"evaluation": evaluation.to_dict()}
-                observation = (
-                    f"Submitted. {evaluation.details['matched']} of {evaluation.details['cells']} "
-                    f"answer cells in {self._task.answer_position} match."
-                )
+                observation = self._submitted_text(evaluation)
+            else:
+                observation, info = self._other_tool(action, render)
         except _Refused as refusal:
             self._counts["invalid_actions"] += 1
             observation = f"{action.tool} refused: {refusal}"
             info = {"invalid_action": str(refusal)}
         self._observation = observation
         return StepResult(observation, reward, self._submitted, False, info)
+
+    def _submitted_text(self, evaluation: Evaluation) -> str:
+        return (
+            f"Submitted. {evaluation.details['matched']} of {evaluation.details['cells']} "
+            f"answer cells in {self._task.answer_position} match."
+        )
+
+    def _other_tool(self, action: Action, render: bool) -> tuple[str, dict[str, Any]]:
+        """A tool beyond the four (subclasses); the observation and the step's info."""
+        raise _Refused(f"unknown tool {action.tool!r}")  # pragma: no cover - schemas stop it
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -421,8 +443,14 @@ class SpreadsheetEnv(ActionableEnv):
             BridgeError: If ``state`` is malformed or the replay does not end where it did.
             UnknownTaskError: If its task does not exist.
         """
+        names = cls._option_names
+        options = state.get("options") if isinstance(state, Mapping) else None
+        if isinstance(options, Mapping) and options.get("dataset") is not None:
+            from envharness.bridges.spreadsheet.bench.env import BENCH_OPTIONS
+
+            names = BENCH_OPTIONS
         state = check_saved_state(
-            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=_OPTIONS, env_name=_NAME
+            state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=names, env_name=_NAME
         )
         actions = state["actions"]
         if not isinstance(actions, list):

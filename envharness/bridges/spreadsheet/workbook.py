@@ -163,6 +163,25 @@ class EpisodeBook:
                         cell.value = rewrite(cell.value)
         self._values = None
 
+    def flatten_array_formulas(self) -> int:
+        """Stores every array or table formula as its plain formula text; returns how many.
+
+        openpyxl reads such cells as objects, which the tools can neither show nor recalculate;
+        as plain formulas they read by implicit intersection (one value per cell).
+        """
+        count = 0
+        for name in self.sheet_names:
+            for row in self._book[name].iter_rows():
+                for cell in row:
+                    if cell.value is not None and not isinstance(
+                        cell.value, str | int | float | bool | dt.datetime | dt.date | dt.time
+                    ):
+                        text = getattr(cell.value, "text", None)
+                        cell.value = text if isinstance(text, str) and text else None
+                        count += 1
+        self._values = None
+        return count
+
     def save(self, path: str | Path) -> None:
         """Saves the workbook as it is now (formulas as formulas) to an ``.xlsx`` file."""
         self._book.save(path)
