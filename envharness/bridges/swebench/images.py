@@ -36,7 +36,7 @@ from envharness.bridges.cache import file_lock
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
 from envharness.bridges.swebench.sources import SourceTree
 from envharness.bridges.swebench.specs import EnvSpec, safe_tag
-from envharness.bridges.swebench.wheelhouse import env_wheels, instance_wheels
+from envharness.bridges.swebench.wheelhouse import env_wheels, instance_wheels, wheel_folders
 from envharness.errors import BridgeError
 
 __all__ = [
@@ -276,13 +276,12 @@ def instance_image(
             saved = json.loads(meta.read_text())
             return ImageInfo(tag, env_tag, saved["base_sha"], False, {})
         seconds["tools"] = tools_image(client, cache)
-        env_folder = cache / "wheels" / f"env-{env_key}"
+        env_folder, inst_folder = wheel_folders(spec, requirements, tree.tree_hash, cache)
         seconds["wheels"] = env_wheels(spec, requirements, env_folder)
         started = time.monotonic()
         if not _exists(client, env_tag):
             _build(client, env_tag, env_dockerfile, {"wheels": env_folder})
         seconds["environment"] = time.monotonic() - started
-        inst_folder = cache / "wheels" / f"instance-{safe_tag(instance.instance_id)}-{inst_key}"
         seconds["wheels"] += instance_wheels(spec, tree.path, inst_folder, env_folder)
         started = time.monotonic()
         if not _exists(client, tag):

@@ -88,10 +88,10 @@ def eval_script_lines(
     """SWE-bench's eval script (``make_eval_script_list_py``), for our venv and start commit."""
     files = " ".join(shlex.quote(f) for f in test_files)
     reset = f"git checkout {base} {files}" if test_files else 'echo "No test files to reset"'
-    lines = ["cd /workspace", *eval_commands]
+    lines = ['WORKSPACE="$(pwd)"', *eval_commands]
     lines += [
-        "git config --global --add safe.directory /workspace",
-        "cd /workspace",
+        'git config --global --add safe.directory "$WORKSPACE"',
+        'cd "$WORKSPACE"',
         "git status",
         "git show --stat",
         f"git -c core.fileMode=false diff {base}",

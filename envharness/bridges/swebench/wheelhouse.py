@@ -18,6 +18,8 @@ specs' own commands (``python -m pip install -e .``) run unchanged.
 from __future__ import annotations
 
 import ensurepip
+import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -33,7 +35,13 @@ from envharness.bridges.swebench.dataset import BRIDGE
 from envharness.bridges.swebench.specs import EnvSpec
 from envharness.errors import BridgeError
 
-__all__ = ["build_requirements", "env_wheels", "install_target", "instance_wheels"]
+__all__ = [
+    "build_requirements",
+    "env_wheels",
+    "install_target",
+    "instance_wheels",
+    "wheel_folders",
+]
 
 _DONE = ".complete"
 
@@ -57,6 +65,18 @@ def _pip(
             + "\n".join(errors[-15:]),
             bridge=BRIDGE,
         )
+
+
+def wheel_folders(
+    spec: EnvSpec, requirements: str | None, tree_hash: str, cache: Path
+) -> tuple[Path, Path]:
+    """The wheelhouse folders of an environment and of one tree in it (named by content)."""
+    record = {**spec.environment_record(), "requirements": requirements}
+    env_key = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
+    tree_record = {"env": env_key, "tree": tree_hash, "install": spec.install, "env_vars": spec.env}
+    tree_key = hashlib.sha256(json.dumps(tree_record, sort_keys=True).encode()).hexdigest()[:12]
+    root = cache / "wheels"
+    return root / f"env-{env_key}", root / f"tree-{tree_key}"
 
 
 def _seed(folder: Path) -> None:
