@@ -34,6 +34,7 @@ _BUILTIN: dict[str, str] = {
     "alfworld": "envharness.bridges.alfworld_env:AlfWorldEnv",
     "webshop": "envharness.bridges.webshop:WebShopEnv",
     "swe": "envharness.bridges.swe:SweEnv",
+    "swebench": "envharness.bridges.swebench:SwebenchEnv",
     "spreadsheet": "envharness.bridges.spreadsheet:SpreadsheetEnv",
     "docqa": "envharness.bridges.docqa:DocQAEnv",
 }
