@@ -9,12 +9,10 @@ with its best candidate and statistics. Trajectories live in ``RUN/trajectories/
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
 from pathlib import Path
-from typing import Any
+
+from envharness._jsonfile import write_json
 
 __all__ = ["accepted_path", "rejected_path", "task_filename", "undecided_path", "write_json"]
 
@@ -40,17 +38,3 @@ def rejected_path(run_dir: str | Path, task_id: str) -> Path:
 def undecided_path(run_dir: str | Path, task_id: str) -> Path:
     """Where a task left undecided (its budget ran out) is written, with its best candidate."""
     return Path(run_dir) / "undecided" / task_filename(task_id)
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Writes ``data`` as JSON atomically (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, allow_nan=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

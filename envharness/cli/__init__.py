@@ -10,6 +10,7 @@ Commands:
     ``envharness audit RUN``                    re-measure a rig's accepted harnesses on fresh seeds
     ``envharness experiment sl NAME``           skill learning: arms, rounds, report
     ``envharness export RUN --format F``        trajectories as chat records (chat-jsonl, parquet)
+    ``envharness coevolve NAME --tasks IDS``    rounds of rig → train (tabular Q) → evaluate
 
 Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red line
 ``error: ...`` and exit code 2; ``check-bridge`` exits with 1 when the bridge fails a check.
@@ -17,7 +18,17 @@ Every :class:`~envharness.errors.EnvHarnessError` ends the command with one red 
 
 from __future__ import annotations
 
-from envharness.cli import audit, envs, experiment, export, report, rig, rollout, skills  # noqa: F401 - registers the commands
+from envharness.cli import (  # noqa: F401 - registers the commands
+    audit,
+    coevolve,
+    envs,
+    experiment,
+    export,
+    report,
+    rig,
+    rollout,
+    skills,
+)
 from envharness.cli._app import app
 
 __all__ = ["app"]

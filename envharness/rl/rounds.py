@@ -20,12 +20,11 @@ evaluation's episodes are never ones the learner trained on or the rigger played
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envharness._jsonfile import write_json
 from envharness.errors import RiggerError
 
 __all__ = ["MAX_SEED", "RoundResult", "SeedPlan", "read_round", "round_dir", "write_json"]
@@ -157,20 +156,6 @@ def read_round(out_dir: str | Path, round_: int) -> RoundResult | None:
         raise RiggerError(
             f"{path} is unreadable ({e}); delete {path.parent} to run that round again"
         ) from None
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Writes ``data`` as JSON atomically (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, allow_nan=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
 
+from envharness._jsonfile import write_json
 from envharness.bridges.alfworld_env._data import TASK_TYPES
 from envharness.bridges.alfworld_env._kit import Kit, seeded_random
 from envharness.bridges.cache import bridge_cache_dir, file_lock
@@ -48,18 +47,6 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Writes ``data`` to ``path`` atomically (a temporary file renamed into place)."""
-    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle)
-        os.replace(scratch, path)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise
 
 
 class Built:
