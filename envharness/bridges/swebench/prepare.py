@@ -16,12 +16,7 @@ from typing import Any
 
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
-from envharness.bridges.swebench.sources import (
-    SourceTree,
-    clone_path,
-    prepare_source,
-    read_from_clone,
-)
+from envharness.bridges.swebench.sources import SourceTree, prepare_source, read_from_clone
 from envharness.bridges.swebench.specs import EnvSpec, requirements_from_clone
 from envharness.errors import BridgeError
 
@@ -118,8 +113,6 @@ def prepare(
     if found is not None:
         return found
     started = time.monotonic()
-    if kind == "clone":
-        chosen = ("clone", clone_path(instance, where))
     tree = prepare_source(instance, chosen, cache)
     source_seconds = time.monotonic() - started
     requirements = _requirements(instance, spec, tree)
