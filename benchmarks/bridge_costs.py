@@ -8,6 +8,13 @@ the steps of two oracle episodes are timed apart, so the figures tell what K rol
 cost on each bridge; the harness overhead (``harness_overhead.py``) should stay small next to them.
 Bridges whose optional package, system component or data is missing are skipped and listed
 (ALFWorld reads ``$ALFWORLD_DATA``).
+
+The ``swebench`` bridge gets rows of its own, per real instance (those whose sdist reproduces
+them, or every instance of ``../shared/data/swebench`` when ``$ENVHARNESS_SWEBENCH_REPOS`` names a
+folder of clones) and runtime: the first build of its environment (wheelhouse, images or venv;
+recorded when the images were built, or measured now with ``--swebench-rebuild``), reset, one
+visible test run, and the verifier (SWE-bench's evaluation in a fresh workspace, on distinct
+patches so that its cache is not hit). ``--no-swebench`` leaves them out.
 """
 
 from __future__ import annotations
@@ -197,17 +204,125 @@ def measure(bridge: str, task_id: str, options: dict[str, Any], steps: int, rese
     }
 
 
+SWEBENCH_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench"
+SWEBENCH_RUNTIMES = {"marshmallow-code__marshmallow-1359": ("docker", "local")}
+
+
+def _swebench_instances() -> list[str]:
+    """The instances measured: those whose sdist reproduces them, or all with clones."""
+    if os.environ.get("ENVHARNESS_SWEBENCH_REPOS"):
+        lines = (SWEBENCH_DATA / "instances.jsonl").read_text().splitlines()
+        return [json.loads(line)["instance_id"] for line in lines]
+    sources = json.loads((SWEBENCH_DATA / "sources.json").read_text())
+    return [e["instance_id"] for e in sources["instances"] if e.get("reproduces") is True]
+
+
+def _remove_swebench_builds(instance_ids: list[str]) -> None:
+    """Removes the instances' images (not the shared tools image), wheels and venvs."""
+    import shutil
+
+    from envharness.bridges.cache import bridge_cache_dir
+    from envharness.bridges.swe.image import docker_client
+    from envharness.bridges.swebench import find_instance
+    from envharness.bridges.swebench.specs import safe_tag
+
+    dataset = SWEBENCH_DATA / "instances.jsonl"
+    prefixes = []
+    for instance_id in instance_ids:
+        instance = find_instance(dataset, instance_id)
+        prefixes.append(f"envharness-swebench:{safe_tag(instance_id)}-")
+        prefixes.append(
+            f"envharness-swebench-env:{safe_tag(instance.repo)}-{safe_tag(instance.version)}-"
+        )
+    client = docker_client()
+    try:
+        for image in client.images.list(filters={"label": "org.envharness.bridge=swebench"}):
+            for tag in image.tags:
+                if tag.startswith(tuple(prefixes)):
+                    client.images.remove(tag, force=True)
+    finally:
+        client.close()
+    for folder in ("wheels", "venvs", "images"):
+        shutil.rmtree(bridge_cache_dir("swebench") / folder, ignore_errors=True)
+
+
+def measure_swebench(instance_id: str, runtime: str, *, repeats: int = 3) -> dict:
+    """First build, reset, a visible test run and the verifier on one real SWE-bench instance."""
+    options: dict[str, Any] = {"dataset": str(SWEBENCH_DATA / "instances.jsonl")}
+    if os.environ.get("ENVHARNESS_SWEBENCH_REPOS"):
+        options["repos_dir"] = os.environ["ENVHARNESS_SWEBENCH_REPOS"]
+    env = load_bridge("swebench", task_id=instance_id, runtime=runtime, **options)
+    started = time.perf_counter()
+    prepared = env.prepare()
+    prepare_s = time.perf_counter() - started
+    recorded = prepared.record.get("first_build_seconds") or {}
+    if prepared.seconds:  # built now
+        first_build = {k: round(v, 1) for k, v in prepared.seconds.items()}
+        first_build_s, measured = prepare_s, True
+    else:
+        first_build, first_build_s, measured = dict(recorded), sum(recorded.values()), False
+    try:
+        reset_s, test_s, verify_s = [], [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            env.reset()
+            reset_s.append(time.perf_counter() - t)
+        for _ in range(repeats):
+            t = time.perf_counter()
+            env.step(Action("run_tests", {}))
+            test_s.append(time.perf_counter() - t)
+        for index in range(2):  # a distinct harmless change each time: the verifier runs
+            env.step(Action("bash", {"command": f"echo {index} > bench-note-{index}.txt"}))
+            t = time.perf_counter()
+            evaluation = env.evaluate()
+            verify_s.append(time.perf_counter() - t)
+        source = evaluation.details["source"]
+    finally:
+        env.close()
+    return {
+        "bridge": "swebench",
+        "instance_id": instance_id,
+        "runtime": runtime,
+        "source": source,
+        "first_build_s": round(first_build_s, 1),
+        "first_build_measured_now": measured,
+        "first_build_steps_s": first_build,
+        "reset_median_s": statistics.median(reset_s),
+        "test_run_median_s": statistics.median(test_s),
+        "verifier_median_s": statistics.median(verify_s),
+        "test_command": evaluation.details["test_command"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--resets", type=int, default=30)
+    parser.add_argument("--no-swebench", action="store_true", help="leave out the swebench rows")
+    parser.add_argument(
+        "--swebench-rebuild",
+        action="store_true",
+        help="remove the swebench instances' images, wheels and venvs first, to time a first build",
+    )
+    parser.add_argument("--only-swebench", action="store_true", help="only the swebench rows")
     args = parser.parse_args()
-    rows, skipped = [], []
-    for bridge, task_id, options in TASKS:
+    rows, skipped, swebench_rows = [], [], []
+    for bridge, task_id, options in [] if args.only_swebench else TASKS:
         try:
             rows.append(measure(bridge, task_id, options, args.steps, args.resets))
         except (DependencyNotInstalled, BridgeError) as e:  # a missing extra, browser or engine
             skipped.append(f"{bridge}: {e}")
+    if not args.no_swebench and (SWEBENCH_DATA / "instances.jsonl").is_file():
+        if args.swebench_rebuild:
+            _remove_swebench_builds(_swebench_instances())
+        for instance_id in _swebench_instances():
+            for runtime in SWEBENCH_RUNTIMES.get(instance_id, ("docker",)):
+                try:
+                    swebench_rows.append(measure_swebench(instance_id, runtime))
+                except (DependencyNotInstalled, BridgeError) as e:
+                    skipped.append(f"swebench {instance_id} ({runtime}): {e}")
+    elif not args.no_swebench:
+        skipped.append(f"swebench: no data at {SWEBENCH_DATA}")
     print(
         f"{'bridge':<12}{'task':<26}{'first use ms':>13}{'reset µs':>11}{'step µs':>10}"
         f"{'p90 µs':>10}{'oracle µs':>11}{'memory KiB':>11}{'child PSS KiB':>14}"
@@ -220,6 +335,20 @@ def main() -> None:
             f"{'—' if oracle is None else f'{oracle:.1f}':>11}{r['memory_kib']:>11.0f}"
             f"{r['child_pss_kib']:>14}"
         )
+    if swebench_rows:
+        print(
+            f"\n{'swebench instance':<36}{'runtime':<8}{'source':<7}{'first build s':>14}"
+            f"{'reset s':>9}{'test run s':>11}{'verifier s':>11}"
+        )
+    for r in swebench_rows:
+        star = "" if r["first_build_measured_now"] else "*"
+        print(
+            f"{r['instance_id']:<36}{r['runtime']:<8}{r['source']:<7}"
+            f"{r['first_build_s']:>13.1f}{star:1}{r['reset_median_s']:>9.2f}"
+            f"{r['test_run_median_s']:>11.2f}{r['verifier_median_s']:>11.2f}"
+        )
+    if any(not r["first_build_measured_now"] for r in swebench_rows):
+        print("* recorded when the images were built (cached now; --swebench-rebuild to time it)")
     for line in skipped:
         print(f"skipped {line}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -229,13 +358,17 @@ def main() -> None:
         "steps": args.steps,
         "resets": args.resets,
         "rows": rows,
+        "swebench_rows": swebench_rows,
         "skipped": skipped,
         "note": (
             "first_build_and_reset_ms includes imports, task lists and generating a TextWorld "
             "game the first time it is used; memory_kib is what a second env allocates in "
             "Python; child_pss_kib is the PSS of processes the bridges started (browser, driver), "
             "summed over the process tree with that env open; oracle_step_median_us times the "
-            "steps of two oracle episodes (real progress, where random actions are often invalid)"
+            "steps of two oracle episodes (real progress, where random actions are often invalid); "
+            "swebench_rows: per real SWE-bench instance and runtime, the first build of its "
+            "environment in seconds (by step; the shared tools image is built once per machine "
+            "and not counted when cached), the median reset, visible test run and verifier"
         ),
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")

@@ -69,6 +69,7 @@ class ImageInfo:
         built: Whether anything was built now (``False``: all cached).
         seconds: Wall-clock seconds spent building now, by step (``wheels``, ``tools``,
             ``environment``, ``instance``).
+        first_build: The seconds the first build of this image took, by step (recorded).
     """
 
     tag: str
@@ -76,6 +77,7 @@ class ImageInfo:
     base_sha: str
     built: bool
     seconds: Mapping[str, float]
+    first_build: Mapping[str, float]
 
 
 def _digest(value: Any) -> str:
@@ -274,7 +276,8 @@ def instance_image(
     with file_lock(meta_dir / "build.lock"):
         if _exists(client, tag) and meta.is_file():
             saved = json.loads(meta.read_text())
-            return ImageInfo(tag, env_tag, saved["base_sha"], False, {})
+            first = saved.get("seconds", {})
+            return ImageInfo(tag, env_tag, saved["base_sha"], False, {}, first)
         seconds["tools"] = tools_image(client, cache)
         env_folder, inst_folder = wheel_folders(spec, requirements, tree.tree_hash, cache)
         seconds["wheels"] = env_wheels(spec, requirements, env_folder)
@@ -289,7 +292,7 @@ def instance_image(
         seconds["instance"] = time.monotonic() - started
         base_sha = _base_sha(client, tag)
         meta.write_text(json.dumps({"base_sha": base_sha, "seconds": seconds}))
-    return ImageInfo(tag, env_tag, base_sha, True, seconds)
+    return ImageInfo(tag, env_tag, base_sha, True, seconds, seconds)
 
 
 def remove_images(client: Any, tags: list[str]) -> None:

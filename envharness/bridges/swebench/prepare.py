@@ -167,6 +167,7 @@ def _docker(
     finally:
         client.close()
     record["image"] = info.tag
+    record["first_build_seconds"] = {k: round(v, 1) for k, v in info.first_build.items()}
     env = dict(CONTAINER_ENV)
 
     def make_runtime() -> Runtime:
