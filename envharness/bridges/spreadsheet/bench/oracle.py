@@ -62,3 +62,32 @@ def oracle_program(task: BenchTask, cases: Iterable[int] = CASES) -> str:
             sheets.setdefault(sheet, {})[name] = (values.get((sheet, name)), number_format)
         answers[key] = sheets
     return _TEMPLATE.format(answers=repr(answers))
+
+
+_FORMULA_TEMPLATE = """import openpyxl
+
+FORMULAS = {formulas}
+
+wb = openpyxl.load_workbook(input_path)
+for sheet, cells in FORMULAS.items():
+    ws = wb[sheet]
+    for name, formula in cells.items():
+        ws[name] = formula
+wb.save(output_path)
+"""
+
+
+def formula_program(task: BenchTask) -> str:
+    """A program writing case 1's answer formulas (as text, no values) into any case's input.
+
+    On a task whose answer cells are formulas that hold for every case, this solves all three
+    the way a spreadsheet user would, and its cells must be recalculated to be scored.
+    """
+    book = require_openpyxl().load_workbook(task.answer_path(1))
+    formulas: dict[str, dict[str, str]] = {}
+    for sheet, name, _ in answer_cells(task, 1):
+        value = book[sheet][name].value
+        text = value if isinstance(value, str) else getattr(value, "text", None)
+        if isinstance(text, str) and text.startswith("="):
+            formulas.setdefault(sheet, {})[name] = text
+    return _FORMULA_TEMPLATE.format(formulas=repr(formulas))

@@ -14,8 +14,9 @@ has none, so here the formulas are recalculated first. Which calculator is used 
 - ``"auto"`` (the default): the project's engine (:mod:`~envharness.bridges.spreadsheet.recalc`,
   the ``formulas`` package) when every formula of the workbook is one it evaluates faithfully
   (:func:`~envharness.bridges.spreadsheet.recalc.formula_problem` finds nothing, no array or
-  table formula) and it gives every answer cell a value; otherwise -- where its result could
-  differ from a spreadsheet's -- LibreOffice headless (``soffice --convert-to xlsx``, a private
+  table formula, at most :data:`ENGINE_MAX_FORMULAS` formulas) and it gives every answer cell a
+  value; otherwise -- where its result could differ from a spreadsheet's, or it would be slow --
+  LibreOffice headless (``soffice --convert-to xlsx``, a private
   profile per run), whose cached values are then read as upstream reads them. Without
   ``soffice`` on ``PATH`` the engine's values are used and the case records why.
 - ``"engine"``: always the engine (cells it cannot evaluate read as ``#ENGINE!``).
@@ -48,6 +49,7 @@ from envharness.bridges.spreadsheet.values import CellError
 from envharness.errors import BridgeError
 
 __all__ = [
+    "ENGINE_MAX_FORMULAS",
     "LIBREOFFICE_TIMEOUT",
     "MODES",
     "CellValues",
@@ -58,6 +60,10 @@ __all__ = [
 
 MODES = ("auto", "engine", "libreoffice")
 """The recalculation modes (see the module docstring)."""
+ENGINE_MAX_FORMULAS = 300
+"""In ``"auto"`` mode, a workbook with more formulas than this goes to LibreOffice when it is
+installed: the engine evaluates every formula of the workbook and takes minutes on such a
+workbook (215 s measured on task 49278's 1,326 formulas), LibreOffice seconds."""
 LIBREOFFICE_TIMEOUT = 180.0
 """Seconds one LibreOffice conversion may take."""
 
@@ -193,6 +199,15 @@ def _engine(book: Any) -> tuple[dict[tuple[str, str], Any], str | None]:
 def _engine_doubts(book: Any) -> str | None:
     """Why the engine's values could differ from a spreadsheet's on this workbook, or None."""
     sheets = book.sheetnames
+    count = sum(
+        1
+        for sheet in book.worksheets
+        for row in sheet.iter_rows()
+        for c in row
+        if _is_formula(c.value)
+    )
+    if count > ENGINE_MAX_FORMULAS:
+        return f"the workbook has {count} formulas (the engine is slow past {ENGINE_MAX_FORMULAS})"
     for sheet in book.worksheets:
         for row in sheet.iter_rows():
             for cell in row:
