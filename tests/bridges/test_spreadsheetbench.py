@@ -313,3 +313,53 @@ def test_without_libreoffice_the_engine_is_used_and_says_so(tmp_path, monkeypatc
     monkeypatch.setenv("ENVHARNESS_SOFFICE", "no-such-soffice-here")
     values = read_values(_formula_book(tmp_path, "=GCD(A1,4)+A2"), [("S", "B1")])
     assert values.method == "engine" and "LibreOffice is not installed" in values.note
+
+
+def _formula_runs(task_id: str):
+    from envharness.bridges.spreadsheet.bench.oracle import formula_program
+
+    task = get_bench_task(DATA, task_id)
+    return task, run_programs(formula_program(task), [task.input_path(c) for c in CASES])
+
+
+@needs_data
+@pytest.mark.parametrize("task_id", ["54057", "17251"])
+def test_formulas_a_program_wrote_are_recalculated_by_the_engine(task_id):
+    task, runs = _formula_runs(task_id)
+    try:
+        verdict = score_task(task, [r.output for r in runs], mode="auto")
+    finally:
+        for run in runs:
+            run.cleanup()
+    assert verdict.details["test_case_results"] == [1, 1, 1]
+    assert {c["recalculation"] for c in verdict.details["cases"]} == {"engine"}
+
+
+@needs_data
+@needs_soffice
+def test_formulas_a_program_wrote_are_recalculated_by_libreoffice():
+    task, runs = _formula_runs("54057")
+    try:
+        verdict = score_task(task, [r.output for r in runs], mode="libreoffice")
+    finally:
+        for run in runs:
+            run.cleanup()
+    assert verdict.details["test_case_results"] == [1, 1, 1]
+    assert {c["recalculation"] for c in verdict.details["cases"]} == {"libreoffice"}
+
+
+@needs_data
+def test_a_program_without_formulas_recalculated_fails_on_engine_errors(tmp_path):
+    task = get_bench_task(DATA, "54057")
+    code = (
+        "import openpyxl\nwb = openpyxl.load_workbook(input_path)\n"
+        "wb.active['D3'] = '=NOSUCHFUNCTION(C3)'\nwb.save(output_path)\n"
+    )
+    runs = run_programs(code, [task.input_path(1)])
+    try:
+        verdict = score_task(task, [runs[0].output, None, None], mode="engine")
+    finally:
+        runs[0].cleanup()
+    case = verdict.details["cases"][0]
+    assert case["recalculation"] == "engine" and not case["passed"]
+    assert any(m["cell"].endswith("!D3") for m in case["parts"][0]["mismatches"])
