@@ -293,6 +293,86 @@ def measure_swebench(instance_id: str, runtime: str, *, repeats: int = 3) -> dic
         "test_command": evaluation.details["test_command"],
     }
 
+# SpreadsheetBench (spreadsheet bridge, dataset=): the verifier runs a solution program on the
+# three test cases and recalculates the formulas it wrote, with the engine or LibreOffice.
+SHEETBENCH_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spreadsheetbench"
+SHEETBENCH_ROWS = [  # (task, program, recalc): the oracle writes values, "formulas" formulas
+    ("39490", "oracle", "auto"),
+    ("54057", "formulas", "engine"),
+    ("54057", "formulas", "libreoffice"),
+    ("17251", "formulas", "engine"),
+    ("17251", "formulas", "libreoffice"),
+]
+
+
+def measure_spreadsheetbench(task_id: str, program: str, recalc: str, *, repeats: int = 2) -> dict:
+    """The verifier on three test cases: the program runs, recalculation and comparison."""
+    from envharness.bridges.spreadsheet.bench.dataset import CASES
+    from envharness.bridges.spreadsheet.bench.oracle import formula_program, oracle_program
+    from envharness.bridges.spreadsheet.bench.program import run_programs
+    from envharness.bridges.spreadsheet.bench.verifier import score_task
+
+    env = load_bridge("spreadsheet", task_id=task_id, dataset=str(SHEETBENCH_DATA), recalc=recalc)
+    task = env.task
+    code = oracle_program(task) if program == "oracle" else formula_program(task)
+    env.reset()
+    env.step(Action("run_program", {"code": code}))
+    verifier_s, run_s, score_s = [], [], []
+    for _ in range(repeats):
+        env._verdicts.clear()  # evaluate() caches per program: time a fresh verdict
+        t = time.perf_counter()
+        evaluation = env.evaluate()
+        verifier_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        runs = run_programs(code, [task.input_path(c) for c in CASES])
+        run_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        score_task(task, [r.output for r in runs], mode=recalc)
+        score_s.append(time.perf_counter() - t)
+        for run in runs:
+            run.cleanup()
+    env.close()
+    return {
+        "task_id": task_id,
+        "program": program,
+        "recalc": recalc,
+        "recalculation": sorted({c["recalculation"] for c in evaluation.details["cases"]}),
+        "test_case_results": evaluation.details["test_case_results"],
+        "verifier_median_s": statistics.median(verifier_s),
+        "program_runs_median_s": statistics.median(run_s),
+        "scoring_median_s": statistics.median(score_s),
+    }
+
+
+def spreadsheetbench_rows(skipped: list[str]) -> list[dict]:
+    """The SpreadsheetBench verifier rows (skipped without the data or LibreOffice)."""
+    from envharness.bridges.spreadsheet.bench.recalc import soffice
+
+    if not (SHEETBENCH_DATA / "dataset.json").is_file():
+        skipped.append(f"spreadsheetbench: no data at {SHEETBENCH_DATA}")
+        return []
+    rows = []
+    for task_id, program, recalc in SHEETBENCH_ROWS:
+        if recalc == "libreoffice" and soffice() is None:
+            skipped.append(f"spreadsheetbench {task_id} ({recalc}): soffice is not installed")
+            continue
+        try:
+            rows.append(measure_spreadsheetbench(task_id, program, recalc))
+        except (DependencyNotInstalled, BridgeError) as e:
+            skipped.append(f"spreadsheetbench {task_id} ({recalc}): {e}")
+    if rows:
+        print(
+            f"\n{'spreadsheetbench task':<24}{'program':<10}{'recalc':<13}{'cases':<11}"
+            f"{'verifier s':>11}{'programs s':>11}{'scoring s':>10}"
+        )
+    for r in rows:
+        print(
+            f"{r['task_id']:<24}{r['program']:<10}{'/'.join(r['recalculation']):<13}"
+            f"{str(r['test_case_results']):<11}{r['verifier_median_s']:>11.2f}"
+            f"{r['program_runs_median_s']:>11.2f}{r['scoring_median_s']:>10.2f}"
+        )
+    return rows
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -349,6 +429,7 @@ def main() -> None:
         )
     if any(not r["first_build_measured_now"] for r in swebench_rows):
         print("* recorded when the images were built (cached now; --swebench-rebuild to time it)")
+    sheetbench = [] if args.only_swebench else spreadsheetbench_rows(skipped)
     for line in skipped:
         print(f"skipped {line}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -359,6 +440,7 @@ def main() -> None:
         "resets": args.resets,
         "rows": rows,
         "swebench_rows": swebench_rows,
+        "spreadsheetbench_rows": sheetbench,
         "skipped": skipped,
         "note": (
             "first_build_and_reset_ms includes imports, task lists and generating a TextWorld "
