@@ -293,6 +293,7 @@ def measure_swebench(instance_id: str, runtime: str, *, repeats: int = 3) -> dic
         "test_command": evaluation.details["test_command"],
     }
 
+
 # SpreadsheetBench (spreadsheet bridge, dataset=): the verifier runs a solution program on the
 # three test cases and recalculates the formulas it wrote, with the engine or LibreOffice.
 SHEETBENCH_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spreadsheetbench"
