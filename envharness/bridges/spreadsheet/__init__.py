@@ -18,6 +18,12 @@ extra (``pip install 'envharness[spreadsheet]'``: openpyxl and the pure-Python f
 - :mod:`~envharness.bridges.spreadsheet.cells`, :mod:`~envharness.bridges.spreadsheet.values`:
   addresses and cell values.
 - :mod:`~envharness.bridges.spreadsheet.build_tasks`: regenerates the task data.
+- :mod:`~envharness.bridges.spreadsheet.bench`: real SpreadsheetBench tasks in the benchmark's
+  own layout, ``load_bridge("spreadsheet", task_id=str(record_id), dataset=FOLDER)``
+  (:class:`~envharness.bridges.spreadsheet.bench.env.SpreadsheetBenchEnv`): the agent edits test
+  case 1's workbook and can run a solution program (openpyxl, in a locked-down process) that the
+  verifier runs on all three test cases, scored exactly as upstream's evaluation (soft = cases
+  passed / 3, ``success`` = hard).
 
 Example:
     >>> from envharness import load_bridge
@@ -30,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+from envharness.bridges.spreadsheet.bench.env import SpreadsheetBenchEnv
 from envharness.bridges.spreadsheet.env import SpreadsheetEnv
 from envharness.bridges.spreadsheet.recalc import SUPPORTED_FUNCTIONS, WHOLE_COLUMN_FUNCTIONS
 from envharness.bridges.spreadsheet.tasks import SPLITS, Task, get_task, list_task_ids, load_tasks
@@ -37,6 +44,7 @@ from envharness.bridges.spreadsheet.tasks import SPLITS, Task, get_task, list_ta
 __all__ = [
     # the bridge
     "SpreadsheetEnv",
+    "SpreadsheetBenchEnv",
     # tasks
     "SPLITS",
     "Task",
