@@ -388,6 +388,7 @@ def main() -> None:
     parser.add_argument("--only-swebench", action="store_true", help="only the swebench rows")
     args = parser.parse_args()
     rows, skipped, swebench_rows = [], [], []
+    skipped_now = skipped
     for bridge, task_id, options in [] if args.only_swebench else TASKS:
         try:
             rows.append(measure(bridge, task_id, options, args.steps, args.resets))
@@ -434,6 +435,11 @@ def main() -> None:
     for line in skipped:
         print(f"skipped {line}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if args.only_swebench and RESULTS.is_file():  # keep the other bridges' rows
+        previous = json.loads(RESULTS.read_text())
+        rows = previous.get("rows", [])
+        skipped = [line for line in previous.get("skipped", []) if "swebench" not in line]
+        skipped += [line for line in skipped_now if "swebench" in line]
     report = {
         "benchmark": "bridge_costs",
         "machine": {"python": platform.python_version(), "kernel": platform.release()},
