@@ -8,11 +8,12 @@ file): JSON Lines (one instance per line) or parquet. Each instance has SWE-benc
 
 Example:
     >>> import json, tempfile, os
-    >>> row = {k: "x" for k in REQUIRED_FIELDS} | {"FAIL_TO_PASS": "[]", "PASS_TO_PASS": []}
+    >>> row = {k: "x" for k in REQUIRED_FIELDS} | {"repo": "a/b", "PASS_TO_PASS": []}
+    >>> row["FAIL_TO_PASS"] = '["t.py::test_a"]'  # the parquet form: a JSON string
     >>> path = os.path.join(tempfile.mkdtemp(), "dev.jsonl")
-    >>> _ = open(path, "w").write(json.dumps(row | {"instance_id": "a__b-1"}) + "\\n")
-    >>> [i.instance_id for i in load_instances(path)]
-    ['a__b-1']
+    >>> _ = open(path, "w").write(json.dumps(row | {"instance_id": "a__b-1"}) + "\n")
+    >>> [(i.instance_id, i.fail_to_pass) for i in load_instances(path)]
+    [('a__b-1', ('t.py::test_a',))]
 """
 
 from __future__ import annotations

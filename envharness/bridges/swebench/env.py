@@ -555,8 +555,8 @@ class SwebenchEnv(ActionableEnv):
     def oracle_actions(self) -> list[Action]:
         """The gold patch applied with ``git apply`` (a ``bash`` call), then ``submit()``.
 
-        ``[]`` once submitted. A workspace where the gold patch is already applied gets only
-        ``submit()``.
+        ``[]`` once submitted. Where the gold patch is already applied, the ``bash`` call still
+        succeeds (it checks that the patch reverse-applies) and ``submit()`` follows.
         """
         if self._submitted:
             return []
