@@ -44,6 +44,23 @@ _MAX_CHANGED = 200
 _SAVED_KEYS = ("bridge", "task_id", "options", "started", "actions", "observation")
 
 
+_DATASET_CLASS: list[type[SpreadsheetEnv]] = []  # set by the bench package when imported
+
+
+def register_dataset_class(cls: type[SpreadsheetEnv]) -> None:
+    """Names the class that serves ``dataset=`` tasks (the bench package calls this)."""
+    _DATASET_CLASS[:] = [cls]
+
+
+def _dataset_class() -> type[SpreadsheetEnv]:
+    if not _DATASET_CLASS:  # imported as a module on its own, not through the package
+        raise BridgeError(
+            "dataset= needs the SpreadsheetBench mode: import envharness.bridges.spreadsheet",
+            bridge=_BRIDGE,
+        )
+    return _DATASET_CLASS[0]
+
+
 def _bad_state(problem: str) -> BridgeError:
     return state_error(problem, bridge=_BRIDGE, env_name=_NAME)
 
@@ -93,9 +110,7 @@ class SpreadsheetEnv(ActionableEnv):
     def __new__(cls, *args: Any, dataset: Any = None, **options: Any) -> SpreadsheetEnv:
         """A SpreadsheetBench task (:class:`SpreadsheetBenchEnv`) when ``dataset`` is given."""
         if dataset is not None and cls is SpreadsheetEnv:
-            from envharness.bridges.spreadsheet.bench.env import SpreadsheetBenchEnv
-
-            return super().__new__(SpreadsheetBenchEnv)
+            return super().__new__(_dataset_class())
         return super().__new__(cls)
 
     def __init__(self, task_id: str, *, max_steps: int | None = None, dataset: None = None) -> None:
@@ -140,9 +155,7 @@ class SpreadsheetEnv(ActionableEnv):
             ['inventory-category-max', 'payroll-overtime']
         """
         if options.get("dataset") is not None and cls is SpreadsheetEnv:
-            from envharness.bridges.spreadsheet.bench.env import SpreadsheetBenchEnv
-
-            return SpreadsheetBenchEnv.list_tasks(split, **options)
+            return _dataset_class().list_tasks(split, **options)
         check_options(options, _OPTIONS, bridge=_BRIDGE, where="list_tasks")
         return list_task_ids(split)
 
@@ -446,9 +459,7 @@ class SpreadsheetEnv(ActionableEnv):
         names = cls._option_names
         options = state.get("options") if isinstance(state, Mapping) else None
         if isinstance(options, Mapping) and options.get("dataset") is not None:
-            from envharness.bridges.spreadsheet.bench.env import BENCH_OPTIONS
-
-            names = BENCH_OPTIONS
+            names = _dataset_class()._option_names
         state = check_saved_state(
             state, bridge=_BRIDGE, keys=_SAVED_KEYS, options=names, env_name=_NAME
         )

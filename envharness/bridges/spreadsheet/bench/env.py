@@ -41,7 +41,7 @@ from envharness.bridges.spreadsheet.bench.program import (
 from envharness.bridges.spreadsheet.bench.recalc import MODES, soffice
 from envharness.bridges.spreadsheet.bench.verifier import answer_cells, score_task
 from envharness.bridges.spreadsheet.cells import column_index, quote_sheet
-from envharness.bridges.spreadsheet.env import SpreadsheetEnv, _Refused
+from envharness.bridges.spreadsheet.env import SpreadsheetEnv, _Refused, register_dataset_class
 from envharness.bridges.spreadsheet.recalc import engine, require_openpyxl
 from envharness.bridges.spreadsheet.solutions import changed_cells
 from envharness.bridges.spreadsheet.values import CellError, show
@@ -458,6 +458,9 @@ class SpreadsheetBenchEnv(SpreadsheetEnv):
 
     def __repr__(self) -> str:
         return f"<SpreadsheetBenchEnv task={self.task_id!r} dataset={self._dataset!r}>"
+
+
+register_dataset_class(SpreadsheetBenchEnv)
 
 
 def _load_book(path: Path) -> EpisodeBook:
