@@ -4,6 +4,9 @@ Each task is one LangGraph thread (``<bridge>:<task>``) in ``RUN/checkpoints.sql
 whose thread finished is not run again; one that was interrupted continues from its last
 checkpoint (its finished rollouts come back from ``RUN/trajectories`` instead of being played
 again). Tasks rig concurrently in threads, ``max_concurrency`` at a time.
+
+Progress comes as the rigger's stream events (``on_event``; :mod:`envharness.graph.events`),
+tracing through ``config`` (callbacks, tags, metadata; :mod:`envharness.graph.tracing`).
 """
 
 from __future__ import annotations
@@ -11,18 +14,20 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from envharness.errors import EnvHarnessError, RiggerError
 from envharness.graph.context import RiggerContext, close_store
+from envharness.graph.events import RiggerEvent
 from envharness.graph.outputs import accepted_path, write_json
 from envharness.graph.rigger import build_rigger
+from envharness.graph.tracing import flush_traces
 from envharness.harness.spec import BridgeSpec, HarnessSpec
 
 __all__ = ["TaskResult", "rig", "thread_config"]
@@ -67,21 +72,71 @@ class TaskResult:
         return asdict(self)
 
 
-def thread_config(bridge: str, task_id: str, context: RiggerContext) -> dict[str, Any]:
-    """The LangGraph config of one task's thread, with LangSmith-friendly names and tags."""
-    return {
-        "configurable": {"thread_id": f"{bridge}:{task_id}"},
-        "run_name": f"envrigger:{bridge}:{task_id}",
-        "tags": ["envrigger", f"bridge:{bridge}", f"objective:{context.objective}"],
-        "metadata": {
-            "bridge": bridge,
-            "task_id": task_id,
-            "policy": context.policy_name,
-            "designer": context.model_name("writer"),
-            "objective": str(context.objective),
-            **context.metadata,
-        },
+def thread_config(
+    bridge: str,
+    task_id: str,
+    context: RiggerContext,
+    config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The LangGraph config of one task's thread, with LangSmith-friendly names and tags.
+
+    Args:
+        bridge: The bridge.
+        task_id: The task.
+        context: The rig's settings (their names go into the metadata).
+        config: The caller's runnable config: its ``callbacks`` and other keys are kept, its
+            ``tags`` come first, its ``metadata`` is added (the task's keys win), its
+            ``run_name`` replaces ``envrigger:BRIDGE:TASK``, and its ``configurable`` is kept
+            under the task's own ``thread_id``.
+
+    Example:
+        >>> from envharness.graph.context import RiggerContext
+        >>> config = thread_config("toy24", "1-1-1-8", RiggerContext(), {"tags": ["mine"]})
+        >>> config["configurable"], config["tags"][:2], config["metadata"]["task_id"]
+        ({'thread_id': 'toy24:1-1-1-8'}, ['mine', 'envrigger'], '1-1-1-8')
+    """
+    given = dict(config or {})
+    tags = ["envrigger", f"bridge:{bridge}", f"objective:{context.objective}"]
+    metadata = {
+        "bridge": bridge,
+        "task_id": task_id,
+        "policy": context.policy_name,
+        "designer": context.model_name("writer"),
+        "objective": str(context.objective),
+        **context.metadata,
     }
+    return {
+        **given,
+        "configurable": {**(given.get("configurable") or {}), "thread_id": f"{bridge}:{task_id}"},
+        "run_name": given.get("run_name") or f"envrigger:{bridge}:{task_id}",
+        "tags": list(dict.fromkeys([*(given.get("tags") or ()), *tags])),
+        "metadata": {**(given.get("metadata") or {}), **metadata},
+    }
+
+
+def _check_config(config: object) -> Mapping[str, Any] | None:
+    """``rig()``'s ``config``, checked: a mapping whose ``configurable`` names no thread."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise RiggerError(
+            f"expected config to be a runnable config dict (callbacks, tags, metadata), got "
+            f"{type(config).__name__}"
+        )
+    for key, kind, types in (
+        ("configurable", "a dict", Mapping),
+        ("metadata", "a dict", Mapping),
+        ("tags", "a list of strings", list | tuple),
+    ):
+        value = config.get(key)
+        if value is not None and not isinstance(value, types):
+            raise RiggerError(f"expected config[{key!r}] to be {kind}, got {value!r}")
+    if "thread_id" in (config.get("configurable") or {}):
+        raise RiggerError(
+            "rig() names each task's thread itself (BRIDGE:TASK); leave thread_id out of "
+            "config['configurable']"
+        )
+    return config
 
 
 def _settings(bridge: str, context: RiggerContext, options: dict[str, Any]) -> dict[str, Any]:
@@ -184,8 +239,18 @@ def rig(
     base_spec: HarnessSpec | None = None,
     max_concurrency: int = 4,
     on_result: Callable[[TaskResult], None] | None = None,
+    on_event: Callable[[RiggerEvent], None] | None = None,
+    config: Mapping[str, Any] | None = None,
+    trace_flush_timeout: float = 1.0,
 ) -> list[TaskResult]:
     """Rigs every task; returns one result per task, in order.
+
+    Each task's graph runs with ``stream_mode="custom"``, and its progress events
+    (:mod:`envharness.graph.events`) go to ``on_event``. ``config`` reaches every task's run
+    (its callbacks trace the node runs, the designer's and diagnoser's model calls and, on the
+    inline and thread executors, the policy's, one ``episode`` run per rollout; see
+    :mod:`envharness.graph.tracing`), and the worker threads run in a copy of the caller's
+    context, so a trace the caller is in (e.g. a LangSmith ``@traceable``) is their parent.
 
     Args:
         bridge: The bridge name.
@@ -196,6 +261,12 @@ def rig(
             ``task_ids``; components are kept under the new ones).
         max_concurrency: Tasks rigged at once.
         on_result: Called (from a worker thread) as each task finishes.
+        on_event: Called (from a worker thread) with each progress event of every task.
+        config: A runnable config for every task's run: ``callbacks``, ``tags``,
+            ``metadata``, ``run_name``, ``recursion_limit`` ... (see :func:`thread_config`).
+        trace_flush_timeout: Seconds to wait at the end for LangSmith to send its queued runs
+            (:func:`~envharness.graph.tracing.flush_traces`); nothing is waited for when
+            LangSmith did not trace.
 
     Raises:
         RiggerError: If the run directory holds a rig with other settings, or arguments are bad.
@@ -206,6 +277,15 @@ def rig(
         raise RiggerError(f"expected max_concurrency to be a positive int, got {max_concurrency!r}")
     if max_concurrency < 1:
         raise RiggerError(f"expected max_concurrency to be a positive int, got {max_concurrency}")
+    given = _check_config(config)
+    if (
+        isinstance(trace_flush_timeout, bool)
+        or not isinstance(trace_flush_timeout, int | float)
+        or trace_flush_timeout < 0
+    ):
+        raise RiggerError(
+            f"expected trace_flush_timeout to be seconds >= 0, got {trace_flush_timeout!r}"
+        )
     options = dict(bridge_options or {})
     run_dir = Path(context.run_dir)
     try:
@@ -221,7 +301,7 @@ def rig(
         graph = build_rigger(checkpointer=SqliteSaver(connection))
 
         def one(task_id: str) -> TaskResult:
-            config = thread_config(bridge, task_id, context)
+            config = thread_config(bridge, task_id, context, given)
             snapshot = graph.get_state(config)
             resumed = bool(snapshot.values)
             if snapshot.values and not snapshot.next:
@@ -238,7 +318,11 @@ def rig(
                             if resumed
                             else {"task_id": task_id, "base_spec": spec.pinned().to_dict()}
                         )
-                        graph.invoke(start, config, context=context)
+                        for event in graph.stream(
+                            start, config, context=context, stream_mode="custom"
+                        ):
+                            if on_event is not None:
+                                on_event(event)
                     except EnvHarnessError as e:  # kept in the checkpoint: a re-run resumes
                         result = TaskResult(task_id, "failed", f"{type(e).__name__}: {e}")
                     else:
@@ -250,8 +334,9 @@ def rig(
                 on_result(result)
             return result
 
-        with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
+        with ContextThreadPoolExecutor(max_workers=max_concurrency) as pool:
             results = list(pool.map(one, task_ids))
+        flush_traces(trace_flush_timeout)
         if checkpoints_lost(run_dir):
             _log.warning(
                 "%s was deleted while the rig ran: its checkpoints are lost and this rig "

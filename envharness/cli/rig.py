@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +21,85 @@ from envharness.cli._app import BridgeOptions, _clean_errors, _stderr, _stdout, 
 from envharness.cli.rollout import _ExecutorChoice, _make_executor
 
 _SIBLINGS = 8
+_TRACING_VARIABLES = ("TRACING", "TRACING_V2")
+
+
+def _langsmith_exits_promptly() -> None:
+    """With LangSmith tracing on, lets the process exit without waiting for unsent runs.
+
+    LangSmith's sender is a thread Python waits for at exit, retrying for seconds per batch
+    when its endpoint is unreachable; ``rig()`` waits a bounded time for it instead
+    (:func:`~envharness.graph.tracing.flush_traces`). An explicit ``LANGSMITH_USE_DAEMON`` wins.
+    """
+    names = [f"{p}_{v}" for p in ("LANGSMITH", "LANGCHAIN") for v in _TRACING_VARIABLES]
+    if any(os.environ.get(name, "").strip().lower() == "true" for name in names):
+        os.environ.setdefault("LANGSMITH_USE_DAEMON", "true")
+
+
+class _RigProgress:
+    """One progress bar per task, drawn from the rigger's stream events.
+
+    A bar shows the current batch of rollouts (``observe`` or ``validate``, ``i/n``) and the
+    task's rollouts so far; designer turns and verdicts replace its note. Events come from the
+    rig's worker threads.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=16),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=console,
+        )
+        self.rollouts: Counter[str] = Counter()
+        self._rows: dict[str, TaskID] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _RigProgress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.bars.stop()
+
+    def _row(self, task_id: str) -> TaskID:
+        with self._lock:
+            if task_id not in self._rows:
+                self._rows[task_id] = self.bars.add_task(f"  {task_id}", total=None, note="")
+            return self._rows[task_id]
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        """Updates the event's task bar."""
+        task_id = str(event.get("task_id"))
+        row = self._row(task_id)
+        kind = event.get("event")
+        if kind == "rollout_finished":
+            with self._lock:
+                self.rollouts[task_id] += 1
+            note = f"{event['phase']} · iteration {event['iteration']}"
+            self.bars.update(
+                row, completed=event["i"], total=event["n"], note=self._note(task_id, note)
+            )
+        elif kind == "rollout_started" and event["i"] == 1:  # a new batch
+            self.bars.update(row, completed=0, total=event["n"])
+        elif kind == "designer_turn":
+            turn = f"{event['turn']}/{event['max_turns']}"
+            note = f"designing iteration {event['iteration']}: turn {turn}"
+            self.bars.update(row, note=self._note(task_id, note))
+        elif kind == "verdict":
+            rate = event.get("success_rate")
+            shown = "" if rate is None else f" at {rate:.0%}"
+            note = f"iteration {event['iteration']}: {event['decision']}{shown}"
+            self.bars.update(row, note=self._note(task_id, note))
+
+    def finished(self, task_id: str, status: str) -> None:
+        """Shows how the task ended (tasks finished earlier have no bar)."""
+        if task_id in self._rows:
+            self.bars.update(self._rows[task_id], note=self._note(task_id, status))
+
+    def _note(self, task_id: str, text: str) -> str:
+        return f"{text} · {self.rollouts[task_id]} rollouts"
 
 
 @app.command()
@@ -77,8 +162,12 @@ def rig(
 
     Accepted specs go to OUT/accepted/TASK.json, rejected attempts to OUT/rejected/, trajectories
     to OUT/trajectories/. Checkpoints live in OUT/checkpoints.sqlite: running the same command
-    again resumes an interrupted rig without redoing finished tasks.
+    again resumes an interrupted rig without redoing finished tasks. A progress bar per task
+    follows its rollouts, designer turns and verdicts. With LANGSMITH_TRACING=true the rig is
+    traced; runs LangSmith cannot send within a second of the end are dropped at exit
+    (LANGSMITH_USE_DAEMON=false waits for them).
     """
+    _langsmith_exits_promptly()
     from envharness.graph.context import RiggerContext
     from envharness.graph.run import TaskResult, checkpoints_lost
     from envharness.graph.run import rig as run_rig
@@ -115,24 +204,29 @@ def rig(
             )
         )
 
+        progress = _RigProgress(err)
+
         def report(result: TaskResult) -> None:
             style = {"accepted": "green", "rejected": "yellow", "undecided": "yellow"}.get(
                 result.status, "red"
             )
             done = " (resumed)" if result.resumed else ""
-            err.print(
+            progress.finished(result.task_id, result.status)
+            progress.bars.console.print(
                 Text(f"  {result.task_id}: {result.status}{done} — {result.reason}", style=style)
             )
 
         try:
-            results = run_rig(
-                name,
-                chosen,
-                context,
-                bridge_options=options,
-                max_concurrency=concurrency,
-                on_result=report,
-            )
+            with progress:
+                results = run_rig(
+                    name,
+                    chosen,
+                    context,
+                    bridge_options=options,
+                    max_concurrency=concurrency,
+                    on_result=report,
+                    on_event=progress.on_event,
+                )
         except KeyboardInterrupt:
             err.print(
                 Text(

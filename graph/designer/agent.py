@@ -24,6 +24,7 @@ from envharness.graph.designer.prompting import (
     designer_task_prompt,
     session_max_steps,
 )
+from envharness.graph.events import DesignerTurn, EventWriter, ignore
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis
@@ -42,14 +43,28 @@ _STEPS_PER_TURN = 4  # graph steps per model turn: before_model, model, after_mo
 
 
 class _TurnGuard(AgentMiddleware):
-    """Counts model calls on the session; ends the run on a submission or when turns run out."""
+    """Counts model calls on the session; ends the run on a submission or when turns run out.
 
-    def __init__(self, session: DesignSession, max_turns: int) -> None:
+    Each call is also reported as a ``designer_turn`` event (:mod:`envharness.graph.events`).
+    """
+
+    def __init__(
+        self,
+        session: DesignSession,
+        max_turns: int,
+        *,
+        events: EventWriter = ignore,
+        iteration: int = 1,
+        label: str = "",
+    ) -> None:
         super().__init__()
         self.session = session
         self.max_turns = max_turns
         self.calls = 0
         self.exhausted = False
+        self.events = events
+        self.iteration = iteration
+        self.label = label
 
     @property
     def name(self) -> str:
@@ -67,10 +82,22 @@ class _TurnGuard(AgentMiddleware):
         return None
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Counts the call and its token usage."""
+        """Counts the call and its token usage, and reports the turn."""
         self.calls += 1
         messages = state.get("messages") or []
-        self.session.usage.add(getattr(messages[-1], "usage_metadata", None) if messages else None)
+        last = messages[-1] if messages else None
+        self.session.usage.add(getattr(last, "usage_metadata", None))
+        calls = getattr(last, "tool_calls", None) or []
+        turn = DesignerTurn(
+            event="designer_turn",
+            task_id=self.session.task_id,
+            iteration=self.iteration,
+            turn=self.calls,
+            max_turns=self.max_turns,
+            designer=self.label,
+            tool_calls=[str(call.get("name", "")) for call in calls],
+        )
+        self.events(turn)
         return None
 
 
@@ -111,6 +138,7 @@ def run_designer(
     iteration: int = 1,
     max_iterations: int = 1,
     max_steps: int | None = None,
+    events: EventWriter = ignore,
 ) -> Candidate | None:
     """Runs the designer agent on ``session`` until it submits a candidate or gives up.
 
@@ -139,6 +167,8 @@ def run_designer(
         max_iterations: The iterations the rig may use.
         max_steps: The policy's step budget, stated in the system prompt (the baseline's, or
             the environment's, when ``None``).
+        events: Where each model call is reported as a ``designer_turn`` event (the writer
+            node's stream writer; see :mod:`envharness.graph.events`).
 
     Returns:
         The accepted candidate, or ``None``.
@@ -163,7 +193,7 @@ def run_designer(
         max_steps = session_max_steps(session)
     session.begin_run()
     label = model_label(model)
-    guard = _TurnGuard(session, max_turns)
+    guard = _TurnGuard(session, max_turns, events=events, iteration=iteration, label=label)
     try:
         agent = create_agent(
             model,

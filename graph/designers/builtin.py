@@ -136,6 +136,7 @@ class ModelDesign:
             iteration=brief.iteration,
             max_iterations=brief.max_iterations,
             max_steps=_max_steps(brief),
+            events=brief.events,
         )
         return Design(candidate, session.model_calls)
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from envharness.graph.events import EventWriter, ignore
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict
@@ -79,6 +80,9 @@ class DesignBrief:
         judge: The validator's settings (confidence, budget, minimum effect).
         feedback_budget: Tokens (about four characters each) a model designer may spend on
             rendering :attr:`past`; the least useful parts are cut first.
+        events: Where progress events go (the writer node's stream writer): a designer may
+            report each model call as a ``designer_turn`` event
+            (:class:`~envharness.graph.events.DesignerTurn`); it drops them outside a run.
     """
 
     task_id: str
@@ -95,6 +99,7 @@ class DesignBrief:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     past: Sequence[PastAttempt] = ()
     feedback_budget: int = DEFAULT_FEEDBACK_BUDGET
+    events: EventWriter = field(default=ignore, repr=False, compare=False)
 
     def history(self) -> list[PastAttempt]:
         """:attr:`past`, or :attr:`attempts` numbered 1.. without episodes when it is empty."""

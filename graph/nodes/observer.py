@@ -48,11 +48,22 @@ def checked_input(state: RiggerState) -> HarnessSpec:
 
 
 def observer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
-    """Plays ``k_observe`` episodes of the base spec and records their statistics."""
+    """Plays ``k_observe`` episodes of the base spec and records their statistics.
+
+    Each rollout is reported on the stream (``rollout_started``/``rollout_finished``, phase
+    ``observe``; see :mod:`envharness.graph.events`).
+    """
     context = runtime.context
     spec = checked_input(state)
     first = task_seed(context, state["task_id"])
-    trajectories, keys = play(context, spec, context.k_observe, first_seed=first)
+    trajectories, keys = play(
+        context,
+        spec,
+        context.k_observe,
+        first_seed=first,
+        phase="observe",
+        write=runtime.stream_writer,
+    )
     return {
         "baseline": keys,
         "baseline_stats": RolloutStats.from_trajectories(trajectories).to_dict(),

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 
 from envharness.errors import BridgeError, EnvHarnessError
 from envharness.graph.context import RiggerContext
+from envharness.graph.events import EventWriter, VerdictEvent, ignore
 from envharness.graph.judge.decisions import Outcomes
 from envharness.graph.judge.sequential import validate_candidate
 from envharness.graph.nodes._common import play
@@ -238,23 +239,48 @@ def _lineage(
 
 
 def _validate(
-    context: RiggerContext, state: RiggerState, candidate: Candidate, base: HarnessSpec
+    context: RiggerContext,
+    state: RiggerState,
+    candidate: Candidate,
+    base: HarnessSpec,
+    write: EventWriter = ignore,
 ) -> tuple[Verdict, list[str], int]:
-    """Runs the sequential validation; returns the verdict, the run-store keys and next seed."""
+    """Runs the sequential validation; returns the verdict, the run-store keys and next seed.
+
+    Every rollout, the candidate's and the fresh baseline's, is reported to ``write`` (phase
+    ``validate``).
+    """
     keys: list[str] = []
+    iteration = state.get("iteration", 1)
     judged: dict[int, Trajectory] = {}
     judged_keys: dict[int, str] = {}
 
     def sample(values: dict[str, float], first_seed: int, n: int) -> Outcomes:
         spec = candidate.apply(base, values)
-        trajectories, batch_keys = play(context, spec, n, first_seed=first_seed)
+        trajectories, batch_keys = play(
+            context,
+            spec,
+            n,
+            first_seed=first_seed,
+            phase="validate",
+            iteration=iteration,
+            write=write,
+        )
         keys.extend(batch_keys)
         judged.update((t.seed, t) for t in trajectories)
         judged_keys.update((t.seed, key) for t, key in zip(trajectories, batch_keys, strict=True))
         return Outcomes.from_trajectories(trajectories)
 
     def sample_baseline(first_seed: int, n: int) -> Outcomes:
-        trajectories, batch_keys = play(context, base, n, first_seed=first_seed)
+        trajectories, batch_keys = play(
+            context,
+            base,
+            n,
+            first_seed=first_seed,
+            phase="validate",
+            iteration=iteration,
+            write=write,
+        )
         keys.extend(batch_keys)
         return Outcomes.from_trajectories(trajectories)
 
@@ -307,8 +333,26 @@ def _best_undecided(attempts: list[Attempt]) -> Attempt | None:
     )
 
 
+def _verdict_event(state: RiggerState, iteration: int, verdict: Verdict) -> VerdictEvent:
+    stats = verdict.stats or {}
+    return VerdictEvent(
+        event="verdict",
+        task_id=state["task_id"],
+        iteration=iteration,
+        decision=verdict.decision,
+        reason=verdict.reason,
+        success_rate=stats.get("success_rate"),
+        n=int(stats.get("n", 0) or 0),
+        rollouts=verdict.rollouts,
+    )
+
+
 def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
-    """Validates the writer's candidate and decides: accept, refine, undecided or reject."""
+    """Validates the writer's candidate and decides: accept, refine, undecided or reject.
+
+    Its rollouts are reported on the stream (phase ``validate``), then the decision (a
+    ``verdict`` event; see :mod:`envharness.graph.events`).
+    """
     context = runtime.context
     iteration = state.get("iteration", 1)
     raw = state.get("candidate")
@@ -329,7 +373,9 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         if check is not None and not check["passed"]:
             verdict = Verdict("refine", check["message"], side="too_hard", oracle=check)
         else:
-            verdict, keys, next_seed = _validate(context, state, candidate, base)
+            verdict, keys, next_seed = _validate(
+                context, state, candidate, base, runtime.stream_writer
+            )
             verdict.oracle = check
             spec = candidate.apply(base, verdict.knobs)
     spent = verdict.rollouts
@@ -341,6 +387,7 @@ def validator(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, 
         )
         if verdict.decision == "refine":
             verdict.decision = "reject"
+    runtime.stream_writer(_verdict_event(state, iteration, verdict))
     attempt: Attempt = {
         "iteration": iteration,
         "candidate": raw,

@@ -72,7 +72,11 @@ def _steered(diagnosis: Diagnosis, history: list[tuple[Candidate, Verdict]]) -> 
 
 
 def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any]:
-    """Writes the next candidate, steered by the diagnosis and the previous verdicts."""
+    """Writes the next candidate, steered by the diagnosis and the previous verdicts.
+
+    A model designer reports each of its model calls on the stream (``designer_turn``; see
+    :mod:`envharness.graph.events`); its trace metadata names the iteration it writes.
+    """
     context = runtime.context
     iteration = state.get("iteration", 0) + 1
     history = _history(state)
@@ -93,10 +97,11 @@ def writer(state: RiggerState, runtime: Runtime[RiggerContext]) -> dict[str, Any
             iteration=iteration,
             max_iterations=context.max_iterations,
             siblings=tuple(context.siblings),
-            config=trace_config("writer", state, context),
+            config=trace_config("writer", state, context, iteration=iteration),
             judge=context.judge_settings,
             past=[] if isinstance(designer, HeuristicDesign) else _past(context, state),
             feedback_budget=context.feedback_budget,
+            events=runtime.stream_writer,
         )
         design = designer.design(brief)
         candidate, calls = design.candidate, design.model_calls
