@@ -16,7 +16,7 @@ run's config: :func:`~envharness.graph.run.rig` puts ``task_id``, ``bridge``, ``
 (the node's thread) and the thread executor (its workers run in a copy of the node's context);
 each episode is one chain run named ``episode`` (metadata ``task_id``, ``seed``, ``spec_id``,
 ``policy``) whose children are that episode's model calls (see
-:mod:`envharness.rollout.tracing`). Process and Ray workers do not carry the trace context.
+:mod:`envharness.rollout.episode_tracing`). Process and Ray workers do not carry the trace context.
 
 **LangSmith without a network.** LangSmith sends runs from a background thread, which Python
 waits for at exit; with no network each batch retries for seconds (about 13 s more at the exit of
@@ -61,13 +61,14 @@ def node_metadata(
         ('1-1-1-8', 'toy24', 2, 'heuristic')
     """
     update = update or {}
-    bridge = (state.get("base_spec") or {}).get("bridge") or {}
+    spec = state.get("base_spec")
+    bridge = spec.get("bridge") if isinstance(spec, Mapping) else None  # checked by observer
     iteration = update.get("iteration", state.get("iteration", 0))
     if node == "writer" and not update:
         iteration = state.get("iteration", 0) + 1  # the iteration it is writing
     metadata: dict[str, Any] = {
         "task_id": state.get("task_id"),
-        "bridge": bridge.get("name"),
+        "bridge": bridge.get("name") if isinstance(bridge, Mapping) else None,
         "iteration": iteration,
         "objective": str(context.objective),
         "policy": context.policy_name,
@@ -102,11 +103,15 @@ def annotate_node_run(
     run_id = getattr(callbacks, "parent_run_id", None)
     if run_id is None:
         return
-    metadata = node_metadata(node, state, context, update)
+    runs = []
     for handler in getattr(callbacks, "handlers", ()):
-        runs = getattr(handler, "run_map", None)
-        run = runs.get(str(run_id)) if isinstance(runs, dict) else None
+        run_map = getattr(handler, "run_map", None)  # a BaseTracer's runs in progress
+        run = run_map.get(str(run_id)) if isinstance(run_map, dict) else None
         if run is not None:
+            runs.append(run)
+    if runs:
+        metadata = node_metadata(node, state, context, update)
+        for run in runs:
             run.metadata.update(metadata)
 
 

@@ -45,6 +45,7 @@ import cloudpickle
 
 from envharness.errors import EnvHarnessError, ExecutorError, SpecError, TrajectoryError
 from envharness.harness.spec import HarnessSpec
+from envharness.rollout.episode_tracing import traced_episode
 from envharness.rollout.loop import rollout
 from envharness.rollout.policy import Policy, PolicyFactory, describe_policy
 from envharness.rollout.store import RunStore
@@ -251,7 +252,11 @@ class WorkerJob:
 
 
 def _play(job: WorkerJob, request: RolloutRequest, specs: dict[str, HarnessSpec]) -> Trajectory:
-    """Plays one request; every failure becomes a recorded trajectory."""
+    """Plays one request; every failure becomes a recorded trajectory.
+
+    Inside a trace, the episode is one run whose children are its model calls
+    (:func:`~envharness.rollout.episode_tracing.traced_episode`).
+    """
     try:
         spec = specs.get(request.spec_id)
         if spec is None:
@@ -270,13 +275,19 @@ def _play(job: WorkerJob, request: RolloutRequest, specs: dict[str, HarnessSpec]
         env.close()
         return failed_trajectory(request, job.policy_name, "policy_error", _describe_error(e))
     try:
-        trajectory = rollout(
-            env,
-            policy,
-            max_steps=request.max_steps,
+        trajectory = traced_episode(
+            lambda: rollout(
+                env,
+                policy,
+                max_steps=request.max_steps,
+                seed=request.seed,
+                step_timeout=job.step_timeout,
+                policy_name=job.policy_name,
+            ),
+            task_id=request.task_id,
             seed=request.seed,
-            step_timeout=job.step_timeout,
-            policy_name=job.policy_name,
+            spec_id=request.spec_id,
+            policy=job.policy_name,
         )
     except Exception as e:  # rollout() raises only for a bad env budget here; it closed the env
         return failed_trajectory(request, job.policy_name, "env_error", _describe_error(e))

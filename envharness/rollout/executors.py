@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import copy
 import logging
 import math
@@ -564,6 +565,8 @@ class LocalExecutor(Executor):
       dominated by inter-process messaging.
     - ``kind="thread"``: a thread pool, for I/O-bound LLM policies: nothing is pickled, so a
       :class:`~envharness.rollout.chat.ChatModelPolicyFactory` built on a model object works.
+      Each job runs in a copy of the submitting thread's context variables, so a trace (a
+      LangChain run config, a LangSmith parent run) reaches the policy's model calls.
       Python code still runs one thread at a time, so CPU-bound envs do not speed up.
     - ``kind="inline"``: one rollout after the other in the calling thread, no pool at all — the
       default for ``workers=1``. Without a separate process there is no crash isolation: an env
@@ -701,7 +704,9 @@ class LocalExecutor(Executor):
         try:
             if self.kind == "process":
                 return pool.submit(run_pickled_job, pack_job(job, user_code=self._user_code(job)))
-            return pool.submit(run_worker_job, job)
+            # A thread runs the job in a copy of this thread's context, so a trace (LangChain's
+            # run config, LangSmith's parent run) reaches the policy's model calls.
+            return pool.submit(contextvars.copy_context().run, run_worker_job, job)
         except BrokenProcessPool as e:  # broke between two submissions: a loss like any other
             future: concurrent.futures.Future[list[str]] = concurrent.futures.Future()
             future.set_exception(e)
