@@ -241,7 +241,7 @@ def rig(
     on_result: Callable[[TaskResult], None] | None = None,
     on_event: Callable[[RiggerEvent], None] | None = None,
     config: Mapping[str, Any] | None = None,
-    trace_flush_timeout: float = 1.0,
+    trace_flush_timeout: float = 0.5,
 ) -> list[TaskResult]:
     """Rigs every task; returns one result per task, in order.
 

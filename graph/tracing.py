@@ -19,8 +19,8 @@ each episode is one chain run named ``episode`` (metadata ``task_id``, ``seed``,
 :mod:`envharness.rollout.episode_tracing`). Process and Ray workers do not carry the trace context.
 
 **LangSmith without a network.** LangSmith sends runs from a background thread, which Python
-waits for at exit; with no network each batch retries for seconds (about 13 s more at the exit of
-a small rig, measured). ``rig()`` waits at most ``trace_flush_timeout`` (1 s) for the queue
+waits for at exit; with no network each batch retries for seconds (about 12 s more at the exit of
+a small rig, measured). ``rig()`` waits at most ``trace_flush_timeout`` (0.5 s) for the queue
 (:func:`flush_traces`), and ``envharness rig`` makes LangSmith's thread a daemon
 (``LANGSMITH_USE_DAEMON=true`` unless set), so the process exits without waiting for runs that
 could not be sent. In your own scripts, set ``LANGSMITH_USE_DAEMON=true`` for the same, or
@@ -115,7 +115,7 @@ def annotate_node_run(
             run.metadata.update(metadata)
 
 
-def flush_traces(timeout: float = 1.0) -> bool:
+def flush_traces(timeout: float = 0.5) -> bool:
     """Waits at most ``timeout`` seconds for LangSmith to send the runs it has queued.
 
     Returns:

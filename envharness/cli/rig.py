@@ -164,7 +164,7 @@ def rig(
     to OUT/trajectories/. Checkpoints live in OUT/checkpoints.sqlite: running the same command
     again resumes an interrupted rig without redoing finished tasks. A progress bar per task
     follows its rollouts, designer turns and verdicts. With LANGSMITH_TRACING=true the rig is
-    traced; runs LangSmith cannot send within a second of the end are dropped at exit
+    traced; runs LangSmith cannot send within half a second of the end are dropped at exit
     (LANGSMITH_USE_DAEMON=false waits for them).
     """
     _langsmith_exits_promptly()
