@@ -27,6 +27,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from envharness._pyparse import parse
 from envharness.core import Action, ToolSpec
 from envharness.errors import InvalidActionError
 
@@ -205,7 +206,7 @@ def _assign(
 
 def _from_call(name: str, inner: str, tool: ToolSpec) -> Action:
     try:
-        tree = ast.parse(f"_({inner})", mode="eval")
+        tree = parse(f"_({inner})", mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise _tool_error(f"cannot read the call {name}({inner})", tool) from None
     call = tree.body

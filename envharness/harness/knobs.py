@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from envharness._pyparse import parse
 from envharness.errors import RulesError
 
 __all__ = ["apply_knobs", "rules_knobs"]
@@ -50,7 +51,7 @@ def _number(node: ast.expr | None) -> int | float | None:
 def _constants(code: str) -> dict[str, tuple[ast.expr, int | float]]:
     """Each knob's literal node (what an override replaces) and its value."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as e:
         raise RulesError(f"rules code does not parse (line {e.lineno}): {e.msg}") from None
     found: dict[str, tuple[ast.expr, int | float]] = {}

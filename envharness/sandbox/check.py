@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from envharness._pyparse import parse
 from envharness.errors import RulesError
 from envharness.sandbox.policy import ALLOWED_IMPORTS, HOOK_PARAMS, HOOKS, REMOVED_BUILTINS
 
@@ -84,7 +85,7 @@ def rules_sha256(code: str) -> str:
 def describe_rules_code(code: str) -> RulesCodeInfo:
     """Best-effort hooks and hash of code that was not checked (test seams; never raises)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError):
         return RulesCodeInfo(frozenset(), rules_sha256(code))
     classes = _top_level_classes(tree)
@@ -143,7 +144,7 @@ def _check_cached(code: str) -> RulesCodeInfo:
     result is a frozen dataclass, safe to share.
     """
     try:
-        tree = ast.parse(code, filename="<rules>")
+        tree = parse(code, filename="<rules>")
     except SyntaxError as e:
         if e.lineno is None:  # e.g. null bytes
             raise RulesError(f"the code cannot be parsed: {e.msg}") from None
