@@ -272,9 +272,7 @@ class _Runner:
             for task in s.test_tasks
         ]
         label = "none" if r == 0 else f"{arm} round {r}"
-        played = self._play(
-            f"{label}: test episodes", self.layout.eval_dir, requests, policy
-        )
+        played = self._play(f"{label}: test episodes", self.layout.eval_dir, requests, policy)
         n = len(s.test_tasks)
         return [played[i * n : (i + 1) * n] for i in range(s.runs)]
 
