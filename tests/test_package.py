@@ -108,12 +108,13 @@ EXTRAS = {
     "gymnasium": "gym",
     "spreadsheet": "spreadsheet",
     "swe": "docker",
+    "swebench": "swebench",
     "textworld": "textworld",
     "webshop": "web",
 }
 OPTIONAL = (
     "alfworld", "docker", "formulas", "gymnasium", "langchain", "langchain_core", "langgraph",
-    "matplotlib", "numpy", "openpyxl", "playwright", "pypdf", "ray", "textworld",
+    "matplotlib", "numpy", "openpyxl", "playwright", "pypdf", "ray", "swebench", "textworld",
 )  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from envharness.bridges.swebench.dataset import (
 )
 from envharness.bridges.swebench.prepare import Prepared, prepare
 from envharness.bridges.swebench.sources import REPOS_ENV, choose_source
-from envharness.bridges.swebench.specs import EnvSpec, resolve_spec
+from envharness.bridges.swebench.specs import EnvSpec, require_swebench, resolve_spec
 from envharness.bridges.swebench.tools import run_tests, tool_specs
 from envharness.bridges.swebench.verify import agent_patch, verify
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
@@ -196,6 +196,7 @@ class SwebenchEnv(ActionableEnv):
         timeout: float = _DEFAULT_TIMEOUT,
         cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        require_swebench()  # the extra first: without it nothing here can work
         if dataset is None:
             raise BridgeError(
                 "dataset: give the path of a SWE-bench JSONL or parquet file (one split)",

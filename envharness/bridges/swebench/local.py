@@ -27,6 +27,7 @@ from envharness.bridges.cache import file_lock
 from envharness.bridges.swe.local_runtime import LocalRuntime
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
 from envharness.bridges.swebench.images import BASE_TAG
+from envharness.bridges.swebench.prepared import Prepared
 from envharness.bridges.swebench.sources import SourceTree
 from envharness.bridges.swebench.specs import EnvSpec
 from envharness.bridges.swebench.wheelhouse import (
@@ -199,8 +200,6 @@ def prepare_local(
     Raises:
         BridgeError: If the wheelhouse or the venv cannot be made.
     """
-    from envharness.bridges.swebench.prepare import Prepared
-
     if shutil.which("git") is None:
         raise BridgeError("runtime='local' needs git (apt-get install -y git)", bridge=BRIDGE)
     env_folder, tree_folder = wheel_folders(spec, requirements, tree.tree_hash, cache)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
+from envharness.bridges.swebench.prepared import Prepared
 from envharness.bridges.swebench.sources import SourceTree, prepare_source, read_from_clone
 from envharness.bridges.swebench.specs import EnvSpec, requirements_from_clone
 from envharness.errors import BridgeError
@@ -38,29 +37,6 @@ _MEMORY_MB = 3072
 _PIDS = 512
 _CACHE: dict[tuple[Any, ...], Prepared] = {}
 _LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """An instance ready to run.
-
-    Attributes:
-        make_runtime: Builds a fresh runtime whose ``start({})`` gives the instance's workspace.
-        base_sha: The starting commit in the workspace.
-        runtime_key: Names the image or local environment (for the verifier's cache).
-        tree: The source tree used.
-        top_level: The tree's top-level entries (folders end with ``/``).
-        seconds: What preparing cost now, by step (empty when everything was cached).
-        record: What ``evaluate().details`` reports about the source and environment.
-    """
-
-    make_runtime: Callable[[], Runtime]
-    base_sha: str
-    runtime_key: str
-    tree: SourceTree
-    top_level: tuple[str, ...]
-    seconds: Mapping[str, float] = field(default_factory=dict)
-    record: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _requirements(instance: Instance, spec: EnvSpec, tree: SourceTree) -> str | None:

@@ -32,6 +32,7 @@ __all__ = [
     "PYTHON",
     "EnvSpec",
     "LogParser",
+    "require_swebench",
     "requirements_from_clone",
     "resolve_spec",
     "safe_tag",
@@ -63,6 +64,16 @@ def _swebench() -> tuple[Any, Any, Any, Any]:
     from swebench.harness.test_spec.python import get_test_directives
 
     return specs, constants.MAP_REPO_TO_REQS_PATHS, parsers, get_test_directives
+
+
+def require_swebench() -> None:
+    """Checks that a usable ``swebench`` package is installed.
+
+    Raises:
+        DependencyNotInstalled: If it is missing (names the ``swebench`` extra).
+        BridgeError: If the installed version has no install-spec tables (5.x).
+    """
+    _swebench()
 
 
 def swebench_version() -> str:

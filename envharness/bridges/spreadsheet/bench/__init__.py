@@ -16,4 +16,18 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import Any
+
+__all__ = ["SpreadsheetBenchEnv"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: env.py imports this package's modules, and this package is imported from env.py.
+    if name == "SpreadsheetBenchEnv":
+        return importlib.import_module(f"{__name__}.env").SpreadsheetBenchEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
