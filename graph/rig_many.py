@@ -52,6 +52,7 @@ from envharness.graph.context import RiggerContext, resolve_context
 from envharness.graph.outputs import accepted_path
 from envharness.graph.rigger import build_rigger
 from envharness.graph.settings import RiggerResources, RiggerSettings
+from envharness.graph.state import replace_or_append
 from envharness.harness.spec import BridgeSpec, HarnessSpec
 
 __all__ = [
@@ -135,15 +136,7 @@ class TaskOutcome(TypedDict):
 
 def merge_outcomes(left: list[TaskOutcome], right: list[TaskOutcome]) -> list[TaskOutcome]:
     """The results reducer: a new task's outcome is appended, a known task's is replaced."""
-    merged = list(left)
-    index = {o["task_id"]: i for i, o in enumerate(merged)}
-    for outcome in right:
-        if outcome["task_id"] in index:
-            merged[index[outcome["task_id"]]] = outcome
-        else:
-            index[outcome["task_id"]] = len(merged)
-            merged.append(outcome)
-    return merged
+    return replace_or_append(left, right, "task_id")
 
 
 class RigManyOutput(TypedDict, total=False):

@@ -12,7 +12,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypedDict  # LangGraph reads schemas from it before Python 3.12
 
-__all__ = ["Attempt", "RigStatus", "RiggerInput", "RiggerOutput", "RiggerState", "merge_attempts"]
+__all__ = [
+    "Attempt",
+    "RigStatus",
+    "RiggerInput",
+    "RiggerOutput",
+    "RiggerState",
+    "merge_attempts",
+    "replace_or_append",
+]
 
 RigStatus = Literal["running", "accepted", "rejected", "undecided"]
 
@@ -40,20 +48,28 @@ class Attempt(TypedDict):
     model_calls: int
 
 
+def replace_or_append(left: list[Any], right: list[Any], key: str) -> list[Any]:
+    """``left`` updated by ``right``: an item with a new ``key`` is appended, a known one replaced.
+
+    The accumulating reducers' shape (attempts by iteration, ``rig_many``'s outcomes by task).
+    """
+    merged = list(left)
+    index = {item[key]: i for i, item in enumerate(merged)}
+    for item in right:
+        if item[key] in index:
+            merged[index[item[key]]] = item
+        else:
+            index[item[key]] = len(merged)
+            merged.append(item)
+    return merged
+
+
 def merge_attempts(left: list[Attempt], right: list[Attempt]) -> list[Attempt]:
     """The attempts reducer: new iterations are appended, a known one is replaced.
 
     The approval node replaces the attempt a human refused (its verdict becomes the refusal).
     """
-    merged = list(left)
-    index = {a["iteration"]: i for i, a in enumerate(merged)}
-    for attempt in right:
-        if attempt["iteration"] in index:
-            merged[index[attempt["iteration"]]] = attempt
-        else:
-            index[attempt["iteration"]] = len(merged)
-            merged.append(attempt)
-    return merged
+    return replace_or_append(left, right, "iteration")
 
 
 class RiggerInput(TypedDict):
