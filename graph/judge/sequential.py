@@ -6,8 +6,9 @@ judge after each batch. Every batch gets seeds no earlier batch of the task used
 passes the first free seed and gets the next one back. With a knob, a setting the judge
 refines goes into the pool of everything sampled, the monotone model of
 :mod:`~envharness.graph.judge.calibration` proposes the next value, and the judge starts afresh
-there; so does a setting the pooled model predicts more than a quarter of the band's width from
-the aim after two batches, or whose claim is still unlikely after four. A decision is only ever
+there; so does a setting the pooled model (its own rollouts included) predicts more than a
+quarter of the band's width from the aim at a checkpoint (every two batches), or whose claim is
+still unlikely after four. A decision is only ever
 made on the rollouts of one setting, sampled after that setting was chosen.
 
 Example:
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 _ABANDON_BELOW = 0.3
-"""A committed knob setting whose claim probability is below this after four batches is left
+"""A knob setting whose claim probability is below this after four batches is left
 for a recalibrated one (its rollouts stay in the pool)."""
 
 Sampler = Callable[[dict[str, float], int, int], Outcomes]
@@ -200,7 +201,6 @@ def validate_candidate(
     records: list[SettingRecord] = []
     seed, spent, calibrated = first_seed, 0, False
     current = _fresh(values, objective, direction, baseline, settings)
-    committed = knob is None or aim is None
     paired = (
         sample_baseline is not None
         and not objective.is_band
@@ -247,30 +247,30 @@ def validate_candidate(
                 continue
             if n_here < 2 * settings.batch or n_here % (2 * settings.batch):
                 continue  # checkpoints every two batches
-            unlikely = (verdict.probability or 0.0) < _ABANDON_BELOW
-            if committed and not (n_here >= 4 * settings.batch and unlikely):
-                continue
         assert knob is not None and aim is not None
         pool = _points(knob, [*records, current])
         if knob.neutral is not None and baseline.n:  # the baseline is the knob at neutral
             o = baseline
             pool.insert(0, Point(knob.neutral, o.successes, o.n, o.success_steps))
-        if verdict.decision == "continue" and not committed:  # commit, or move the dial
+        if verdict.decision == "continue":  # keep sampling here, or move the dial
             predicted = predict(knob, pool, current.values[knob.name], axis=aim[0])
-            if predicted is None or abs(predicted - aim[1]) <= tolerance:
-                committed = True
+            near = predicted is None or abs(predicted - aim[1]) <= tolerance
+            unlikely = (
+                current.outcomes.n >= 4 * settings.batch
+                and (verdict.probability or 0.0) < _ABANDON_BELOW
+            )
+            if near and not unlikely:
                 continue
         proposal = propose_value(knob, pool, aim[1], axis=aim[0])
         if proposal is None or proposal == current.values[knob.name]:
             if verdict.decision == "refine":
                 return finish("refine")
-            committed = True  # nothing better to try: confirm this setting
-            continue
+            continue  # nothing better to try: confirm this setting
         records.append(current)
         current = _fresh(
             {**current.values, knob.name: proposal}, objective, direction, baseline, settings
         )
-        calibrated, committed = True, False
+        calibrated = True
     return finish("undecided")
 
 

@@ -94,6 +94,31 @@ def test_a_knob_far_off_is_moved_and_a_decision_is_only_on_its_own_setting():
     json.dumps([r.to_dict() for r in run.settings])  # the records are JSON-able
 
 
+def test_a_setting_that_looked_right_is_moved_once_the_pooled_model_says_it_is_off():
+    # Two batches at the start value look centred (5/10), then it shows ~1/5 per batch: the
+    # pooled model (its own rollouts included) must move the dial at the next checkpoint
+    # instead of sampling on until the claim's probability alone gives up.
+    seen: dict[float, int] = {}
+
+    def sample(values, first_seed, n):
+        value = values["DROP_P"]
+        count = seen.get(value, 0)
+        seen[value] = count + n
+        if value == 0.5:
+            return Outcomes(n, 3 if count < 5 else 2 if count < 10 else 1)
+        seeds = range(first_seed, first_seed + n)
+        wins = sum(random.Random(seed).random() < 1 - value for seed in seeds)
+        return Outcomes(n, wins)
+
+    knob = Knob("DROP_P", 0.0, 0.9, "high", 0.5, neutral=0.0)
+    run = validate_candidate(BAND, "harden", ALWAYS, sample, first_seed=0, knobs=[knob])
+    check_bookkeeping(run, 0)
+    first = run.settings[0]
+    assert first.values == {"DROP_P": 0.5}
+    assert first.outcomes.n == 20  # moved at the first checkpoint after it fell off
+    assert run.settings[1].values["DROP_P"] < 0.5  # towards the easier end
+
+
 def test_without_knobs_accept_and_refine_are_final():
     accept = validate_candidate(BAND, "harden", ALWAYS, repeating(2, 3), first_seed=5)
     check_bookkeeping(accept, 5)
