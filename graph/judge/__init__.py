@@ -5,21 +5,26 @@
 - :func:`validate_candidate` — the sequential validation loop: fresh seeds, a look per batch,
   the first knob calibrated by a pooled monotone model.
 - :func:`propose_value` — the knob value the pooled model predicts for the aim.
+- :func:`band_operating_characteristic` — exact accept / refine / undecided probabilities of one
+  setting's band test at a true success rate (the frequentist reading of ``confidence``).
 - :func:`~envharness.graph.judge.audit.audit_run` — re-measures a run's accepted specs on fresh
   seeds (``envharness audit``).
 """
 
 from envharness.graph.judge.calibration import Knob, Point, predict, propose_value
 from envharness.graph.judge.decisions import Judgement, JudgeSettings, Outcomes, judge
+from envharness.graph.judge.operating import OperatingCharacteristic, band_operating_characteristic
 from envharness.graph.judge.sequential import ValidationRun, knob_aim, validate_candidate
 
 __all__ = [
     "JudgeSettings",
     "Judgement",
     "Knob",
+    "OperatingCharacteristic",
     "Outcomes",
     "Point",
     "ValidationRun",
+    "band_operating_characteristic",
     "judge",
     "knob_aim",
     "predict",
