@@ -9,7 +9,9 @@ filter (no processes, threads, sockets, signals to others, mounts, namespaces ..
 builtins with an import allow-list. Host and child exchange length-prefixed JSON with sequence
 numbers under a per-call wall-clock timeout; anything unexpected kills the child and raises
 :class:`~envharness.errors.RulesError` naming the hook. The host never runs the code, never hangs
-and never unpickles anything.
+and never unpickles anything. The child is pinned to the CPU of the thread calling it (re-pinned
+when that thread moves) and the host yields that CPU while it waits, so a hook call costs no
+cross-CPU wake-up (:mod:`envharness.sandbox.affinity`).
 
 Example:
     >>> from envharness.sandbox import RulesSandbox

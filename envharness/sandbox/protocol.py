@@ -15,8 +15,8 @@ keeps the text it last sent, never asks the child. A reply body of :data:`SAME` 
 hook returned its input unchanged (the action, or the observation), so the host uses its own
 copy; any other reply body is JSON.
 
-The host side reads and writes with a deadline (``select.poll`` on non-blocking fds); the child
-side blocks. This module is shared with the sandbox worker, which loads it by file path under
+The host side reads and writes with a deadline (``select.poll`` on non-blocking fds, after an
+optional short spin that yields the CPU, :attr:`HostChannel.spin_seconds`); the child side blocks. This module is shared with the sandbox worker, which loads it by file path under
 ``python -I -S``: it must import nothing from envharness.
 """
 
@@ -70,6 +70,7 @@ NO_STATE = "-"
 _CHUNK = 1 << 16
 _unpack_header = HEADER.unpack_from
 _monotonic = time.monotonic
+_yield = getattr(os, "sched_yield", lambda: None)
 
 
 class FrameError(Exception):
@@ -258,6 +259,9 @@ class HostChannel:
         self._poll_read = self._can_read.poll
         self._can_write = select.poll()
         self._can_write.register(request_fd, select.POLLOUT)
+        self.spin_seconds = 0.0
+        """How long :meth:`exchange` waits for a reply by yielding the CPU before it sleeps in
+        ``poll``; 0 to sleep at once (worth it only when the child shares the host's CPU)."""
 
     def exchange(self, frame: bytes, seq: int, deadline: float) -> memoryview:
         """Writes ``frame`` and returns the body of the reply, which must carry ``seq``.
@@ -281,8 +285,9 @@ class HostChannel:
             raise ChannelClosed(f"cannot write ({e.strerror})") from None
         if done != len(frame):
             self._write_rest(frame, done, deadline)
+        data = self._spin(deadline) if self.spin_seconds > 0 else b""
         poll = self._poll_read
-        while True:  # the first read, inlined: one poll and one read on the hot path
+        while not data:  # the first read, inlined: one poll and one read on the hot path
             remaining = deadline - _monotonic()
             if remaining <= 0:
                 raise FrameTimeout("the deadline passed")
@@ -296,7 +301,6 @@ class HostChannel:
                 raise ChannelClosed(f"cannot read ({e.strerror})") from None
             if not data:
                 raise ChannelClosed("end of file")
-            break
         while len(data) < HEADER.size:
             data += self._read_some(deadline)
         length, got = _unpack_header(data)
@@ -310,6 +314,32 @@ class HostChannel:
         if len(data) > total:
             raise BadFrame(f"{len(data) - total} unexpected bytes after the reply")
         return self._read_rest(data, total, deadline)
+
+    def _spin(self, deadline: float) -> bytes:
+        """The first bytes of the reply if they come within the spin (or ``b""``).
+
+        The spin lasts :attr:`spin_seconds`, never past ``deadline``. Between tries the host
+        yields its CPU, so a child pinned beside it runs at once, and the host never sleeps: a
+        sleeping host would be woken by the reply, often onto an idle CPU, and waking one costs
+        more than the call (see :mod:`envharness.sandbox.affinity`).
+        """
+        fd = self.reply_fd
+        read = os.read
+        give_way = _yield
+        end = min(_monotonic() + self.spin_seconds, deadline)
+        while True:
+            try:
+                data = read(fd, _CHUNK)
+            except BlockingIOError:
+                if _monotonic() >= end:
+                    return b""
+                give_way()
+                continue
+            except OSError as e:
+                raise ChannelClosed(f"cannot read ({e.strerror})") from None
+            if not data:
+                raise ChannelClosed("end of file")
+            return data
 
     def _wait(self, poller: Any, deadline: float) -> None:
         remaining = deadline - _monotonic()

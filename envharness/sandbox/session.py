@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from envharness.errors import RulesError, SandboxUnavailableError
-from envharness.sandbox import protocol, template
+from envharness.sandbox import affinity, protocol, template
 from envharness.sandbox.check import RulesCodeInfo, check_rules_code, describe_rules_code
 from envharness.sandbox.limits import SandboxLimits
 from envharness.sandbox.policy import HOOKS
@@ -28,6 +28,7 @@ __all__ = ["RulesSandbox", "RulesSession", "kernel_protections"]
 
 _START_ALLOWANCE = 2.0  # seconds on top of call_timeout for a child to lock down and load
 _EXIT_GRACE = 0.25  # seconds a child that closed its channel gets to finish exiting
+_SPIN_SECONDS = 200e-6  # how long the host yields its CPU to a child beside it before sleeping
 _TEXT_LIMIT = 2000
 _ACTION_EXPECTED = "an action dict {'tool': str, 'args': dict} or a str"
 
@@ -195,6 +196,10 @@ class RulesSession:
         self.protections = {}
         self._after_hook: str | None = None
         self._state_text: str | None = None  # the state's JSON as last sent, the host's own record
+        self._getcpu = affinity.cpu_reader() if limits.follow_host_cpu else None
+        self._cpu = -1  # the CPU the child is pinned to (-1: not pinned yet)
+        if self._getcpu is not None:
+            self._channel.spin_seconds = _SPIN_SECONDS
 
     # -- start -----------------------------------------------------------------------------------
 
@@ -374,6 +379,9 @@ class RulesSession:
             self._state_text = state_text
             left = self._wall_budget - self._wall_used
             timeout = self._timeout if self._timeout <= left else left
+            getcpu = self._getcpu
+            if getcpu is not None and getcpu() != self._cpu:
+                self._follow(getcpu())
             started = _monotonic()
             try:
                 reply = self._exchange(_pack_header(len(body), seq) + body, seq, started + timeout)
@@ -411,6 +419,22 @@ class RulesSession:
                 return reply["ok"]
             args = [*head, state] if op == _OP_AFTER_STEP else [head, state]
             raise self._fail_from_reply(hook, reply, args)
+
+    def _follow(self, cpu: int) -> None:
+        """Pins the child to ``cpu``, the host thread's CPU (see :mod:`.affinity`).
+
+        Only a child that is still running is pinned (its pid cannot have been reused then); if
+        the kernel refuses (a CPU outside the child's cpuset, for instance), following stops.
+        """
+        if cpu < 0 or self._released or self._exited():
+            return
+        try:
+            os.sched_setaffinity(self._pid, (cpu,))
+        except OSError:
+            self._getcpu = None
+            self._channel.spin_seconds = 0.0  # the child may run elsewhere: sleep, don't spin
+            return
+        self._cpu = cpu
 
     def _fail_from_reply(self, hook: str, reply: Any, args: list[Any] | None = None) -> RulesError:
         """Turns an error reply from the child into the session's failure.

@@ -16,6 +16,7 @@ def test_defaults():
         256,
     )
     assert (limits.max_message_bytes, limits.max_open_files) == (4 << 20, 16)
+    assert limits.follow_host_cpu is True
 
 
 def test_is_frozen():

@@ -85,12 +85,17 @@ def test_decode_rejects(body, match):
         decode(body)
 
 
-@pytest.fixture
-def pipes():
-    """(host channel, child's request read end, child's reply write end)."""
+@pytest.fixture(params=[0.0, 0.05], ids=["sleeps", "spins"])
+def pipes(request):
+    """(host channel, child's request read end, child's reply write end).
+
+    Every exchange test runs twice: with a host that sleeps in ``poll`` at once, and with one
+    that first yields its CPU for up to 50 ms (longer than most replies here take to come).
+    """
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     channel = HostChannel(req_w, rep_r, cap=1024)
+    channel.spin_seconds = request.param
     yield channel, req_r, rep_w
     for fd in (req_r, req_w, rep_r, rep_w):
         try:
@@ -164,6 +169,25 @@ def test_no_reply_times_out_at_the_deadline(pipes):
     with pytest.raises(FrameTimeout):
         channel.exchange(frame(b"0", 1), 1, soon(0.2))
     assert 0.19 < time.monotonic() - started < 0.5
+
+
+def test_spinning_ends_at_the_deadline(pipes):
+    channel, _, _ = pipes
+    channel.spin_seconds = 5.0
+    started = time.monotonic()
+    with pytest.raises(FrameTimeout):
+        channel.exchange(frame(b"0", 1), 1, soon(0.1))
+    assert 0.09 < time.monotonic() - started < 0.4
+
+
+def test_a_reply_after_the_spin_is_read_by_polling(pipes):
+    channel, _, rep_w = pipes
+    channel.spin_seconds = 0.001
+    timer = threading.Timer(0.05, os.write, (rep_w, frame(b'{"ok":2}', 7)))
+    timer.start()
+    body = channel.exchange(frame(b"0", 7), 7, soon())
+    timer.join()
+    assert bytes(body) == b'{"ok":2}'
 
 
 def test_a_child_that_never_reads_cannot_block_the_host(pipes):
