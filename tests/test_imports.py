@@ -31,10 +31,6 @@ KNOWN_DEFERRED_CYCLES = {
     ("envharness.core", "envharness.harness.spec"),
     # harness.base -> harness.spec -> harness.base: EnvHarness.spec(), the same pattern.
     ("envharness.harness.base", "envharness.harness.spec"),
-    # rollout.batch -> rollout.executors -> rollout.batch: run_batch makes its default
-    # LocalExecutor, while the executors import the batch machinery (an executors base owning
-    # run_batch would break it).
-    ("envharness.rollout.batch", "envharness.rollout.executors"),
     # graph.designer.acceptance -> graph.nodes.validator -> graph.nodes._common -> graph.context
     # -> graph.designers -> graph.designers.registry -> graph.designers.builtin -> graph.designer
     # -> graph.designer.prompting -> graph.designer.acceptance: the designer's acceptance rules
@@ -180,7 +176,7 @@ def test_the_graph_covers_every_package_and_resolves_imports(graph):
     )
     assert not any("/tasks/" in edge.path for edges in graph.values() for edge in edges)
     targets = {(e.target, e.deferred) for e in graph["envharness.rollout.executors"]}
-    assert ("envharness.rollout.batch", False) in targets  # from envharness.rollout.batch import
+    assert ("envharness.rollout.jobs", False) in targets  # from envharness.rollout.jobs import
     spec = {e.target for e in graph["envharness.harness.spec"] if not e.deferred}
     assert "envharness.core" in spec and "envharness.harness.base" not in spec  # TYPE_CHECKING
 

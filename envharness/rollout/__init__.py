@@ -9,8 +9,10 @@
 - :mod:`~envharness.rollout.stats`: ``RolloutStats`` over K trajectories (what EnvRigger decides
   from).
 - :mod:`~envharness.rollout.store`: ``RunStore``, trajectories as JSONL in a run directory.
-- :mod:`~envharness.rollout.executors`: ``run_rollouts``/``run_batch`` on a ``LocalExecutor``
-  (processes, threads or inline) or a ``RayExecutor``, with resume from a ``RunStore``.
+- :mod:`~envharness.rollout.batch`: ``run_rollouts``/``run_batch`` with resume from a
+  ``RunStore``, on any executor (:mod:`~envharness.rollout.executors`: a ``LocalExecutor`` on
+  processes, threads or inline, or a ``RayExecutor``); :mod:`~envharness.rollout.jobs` is what a
+  worker does with each request.
 
 Example:
     >>> from envharness import load_bridge

@@ -1,8 +1,8 @@
 """Executors: many rollouts at once, inline, on threads, on local processes, or on Ray.
 
 :func:`~envharness.rollout.batch.run_rollouts` (``n`` episodes of one spec) and
-:func:`~envharness.rollout.batch.run_batch` (any list of requests; both re-exported here) take an
-``executor``, which decides where the rollouts run:
+:func:`~envharness.rollout.batch.run_batch` (any list of requests) take an ``executor``, which
+decides where the rollouts run:
 
 - :class:`LocalExecutor` — ``kind="process"`` (the default with several workers) runs them in a
   pool of worker processes, for CPU-bound envs; ``kind="thread"`` in a thread pool, for I/O-bound
@@ -56,16 +56,14 @@ from typing import Any, Literal
 import cloudpickle
 
 from envharness.errors import EnvHarnessError, ExecutorError
-from envharness.rollout.batch import (
+from envharness.rollout.jobs import (
     Registrations,
     RolloutRequest,
     WorkerJob,
     failed_trajectory,
     pack_job,
     pack_user_code,
-    run_batch,
     run_pickled_job,
-    run_rollouts,
     run_worker_job,
 )
 from envharness.rollout.lifeline import exit_with
@@ -78,8 +76,6 @@ __all__ = [
     "LocalExecutor",
     "WorkerLost",
     "default_workers",
-    "run_batch",
-    "run_rollouts",
 ]
 
 _log = logging.getLogger("envharness.rollout")

@@ -10,8 +10,8 @@ import os
 from typing import Any
 
 from envharness.errors import DependencyNotInstalled, ExecutorError
-from envharness.rollout.batch import WorkerJob, run_worker_job
 from envharness.rollout.executors import Executor, WorkerLost
+from envharness.rollout.jobs import WorkerJob, run_worker_job
 
 __all__ = ["RayExecutor"]
 

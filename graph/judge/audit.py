@@ -46,7 +46,8 @@ from envharness.graph.judge.posterior import fisher_p_value
 from envharness.graph.objective import Objective
 from envharness.graph.outputs import write_json
 from envharness.harness.spec import BridgeSpec, HarnessSpec
-from envharness.rollout.executors import Executor, LocalExecutor, run_rollouts
+from envharness.rollout.batch import run_rollouts
+from envharness.rollout.executors import Executor, LocalExecutor
 from envharness.rollout.policy import PolicyFactory, describe_policy
 from envharness.rollout.stats import RolloutStats, wilson_interval
 from envharness.rollout.trajectory import Trajectory

@@ -12,7 +12,8 @@ from typing import Any
 from envharness.graph.context import RiggerContext
 from envharness.graph.events import EventWriter, Phase, RolloutFinished, RolloutStarted, ignore
 from envharness.harness.spec import HarnessSpec
-from envharness.rollout.executors import Executor, LocalExecutor, run_rollouts
+from envharness.rollout.batch import run_rollouts
+from envharness.rollout.executors import Executor, LocalExecutor
 from envharness.rollout.policy import Policy, PolicyFactory, describe_policy
 from envharness.rollout.store import RunStore
 from envharness.rollout.trajectory import Trajectory
