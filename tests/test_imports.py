@@ -31,12 +31,6 @@ KNOWN_DEFERRED_CYCLES = {
     ("envharness.core", "envharness.harness.spec"),
     # harness.base -> harness.spec -> harness.base: EnvHarness.spec(), the same pattern.
     ("envharness.harness.base", "envharness.harness.spec"),
-    # graph.designer.acceptance -> graph.nodes.validator -> graph.nodes._common -> graph.context
-    # -> graph.designers -> graph.designers.registry -> graph.designers.builtin -> graph.designer
-    # -> graph.designer.prompting -> graph.designer.acceptance: the designer's acceptance rules
-    # read the validator's private constants (_LONGER, _ORACLE_TRIES); graph.context ->
-    # graph.designers and graph.designers.builtin -> graph.designer are deferred too.
-    ("envharness.graph.designer.acceptance", "envharness.graph.nodes.validator"),
 }
 
 

@@ -20,6 +20,7 @@ import math
 
 from envharness.graph.judge.decisions import JudgeSettings, Outcomes, judge
 from envharness.graph.judge.sequential import _ABANDON_BELOW, _tolerance, knob_aim
+from envharness.graph.limits import ORACLE_BUDGET_FACTOR, ORACLE_TRIES
 from envharness.graph.objective import Objective
 
 __all__ = ["acceptance_rules", "budget_facts", "earliest_accept"]
@@ -203,8 +204,6 @@ def acceptance_rules(
         settings: The judge's settings in use.
         baseline: The baseline's outcomes (for the knob's aim and the earliest acceptance).
     """
-    from envharness.graph.nodes.validator import _LONGER, _ORACLE_TRIES
-
     batch = settings.batch
     lines = [
         f"It plays the policy on your harness on fresh seeds (never the baseline's) in batches "
@@ -226,10 +225,10 @@ def acceptance_rules(
     lines += [
         f"The oracle check: before any policy rollout, the bridge's oracle (a privileged solver, "
         f"where the bridge has one) plays your candidate with its first knob at the easy end, "
-        f"on up to {_ORACLE_TRIES} seeds. If it fails all of them while it solves the bare task, "
+        f"on up to {ORACLE_TRIES} seeds. If it fails all of them while it solves the bare task, "
         'the candidate is refined as too hard at once, with how each seed ended: "out of '
         'steps" when every seed used up its step budget (often on blocked actions) but '
-        f'{_LONGER} times the budget lets it through, "unsolvable" otherwise.',
+        f'{ORACLE_BUDGET_FACTOR} times the budget lets it through, "unsolvable" otherwise.',
     ]
     return "\n".join(lines)
 

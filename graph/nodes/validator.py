@@ -20,6 +20,8 @@ from envharness.graph.context import RiggerContext
 from envharness.graph.events import EventWriter, VerdictEvent, ignore
 from envharness.graph.judge.decisions import Outcomes
 from envharness.graph.judge.sequential import validate_candidate
+from envharness.graph.limits import ORACLE_BUDGET_FACTOR as _LONGER
+from envharness.graph.limits import ORACLE_TRIES as _ORACLE_TRIES
 from envharness.graph.nodes._common import play
 from envharness.graph.records import Candidate, Verdict
 from envharness.graph.state import Attempt, RiggerState
@@ -30,10 +32,6 @@ from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 
 __all__ = ["ending_update", "oracle_check", "validator"]
-
-
-_ORACLE_TRIES = 3  # seeds the sanity check tries before it calls a candidate unsolvable
-_LONGER = 4  # times the step budget an out-of-steps oracle is given to tell slow from stuck
 
 
 def _episode(trajectory: Trajectory) -> dict[str, Any]:

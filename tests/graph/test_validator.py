@@ -7,7 +7,8 @@ import pytest
 import envharness
 from envharness.bridges import registry
 from envharness.core import StepResult
-from envharness.graph.nodes.validator import _ORACLE_TRIES, _oracle_problem
+from envharness.graph.limits import ORACLE_TRIES as _ORACLE_TRIES
+from envharness.graph.nodes.validator import _oracle_problem
 from envharness.harness.spec import BridgeSpec, HarnessSpec
 from envharness.testing import FakeEnv
 
