@@ -1,12 +1,16 @@
 """Overhead of the rules sandbox: template start, episode start, hook round trips, timeouts.
 
-Run: ``python benchmarks/sandbox_overhead.py [--calls N] [--episodes N]``. Prints a table and
-writes ``benchmarks/results/sandbox_overhead.json``. The identity hooks do not read ``state``, so
-it is not sent to them; one more row times a hook that reads a state that changes every call.
-Round trips are measured twice: as the
-scheduler places host and child (on a small VM they often land on different vCPUs, so every
-wake-up is a cross-CPU IPI), and with the whole process tree pinned to one CPU. A raw ``os.pipe``
-echo between two processes is measured the same ways, as the floor of this machine.
+Run: ``python benchmarks/sandbox_overhead.py [--calls N] [--episodes N] [--json PATH]``. Prints a
+table and writes ``benchmarks/results/sandbox_overhead.json`` (or ``--json PATH``; ``-`` writes
+nothing). The identity hooks do not read ``state``, so it is not sent to them; one more row times
+a hook that reads a state that changes every call.
+Round trips are measured three ways: as the sandbox runs them (the child pinned to the calling
+thread's CPU and re-pinned when it moves, the host yielding its CPU while it waits, see
+``envharness.sandbox.affinity``), with ``SandboxLimits(follow_host_cpu=False)`` (the scheduler
+places host and child; on a small VM they often land on different vCPUs, so every hand-over
+wakes an idle vCPU through the hypervisor), and with the whole process tree pinned to one CPU.
+A raw ``os.pipe`` echo between two processes is measured beside them, as the floor of this
+machine: placed by the scheduler, with the child following the host's CPU, and pinned.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import RulesError
-from envharness.sandbox import RulesSandbox, SandboxLimits, kernel_protections, template
+from envharness.sandbox import RulesSandbox, SandboxLimits, affinity, kernel_protections, template
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sandbox_overhead.json"
 
@@ -84,9 +88,11 @@ def time_episode_start(episodes: int) -> dict[str, float]:
     return summary(samples, 1e3)
 
 
-def time_round_trips(calls: int) -> dict[str, dict[str, float]]:
+def time_round_trips(
+    calls: int, limits: SandboxLimits | None = None
+) -> dict[str, dict[str, float]]:
     results = {}
-    with RulesSandbox(SMALL_RULES).start_episode() as session:
+    with RulesSandbox(SMALL_RULES, limits=limits).start_episode() as session:
         hooks = {
             "filter_action": lambda: session.filter_action(ACTION, STATE),
             "after_step": lambda: session.after_step(ACTION, "You walk north.", STATE),
@@ -101,7 +107,7 @@ def time_round_trips(calls: int) -> dict[str, dict[str, float]]:
                 hook()
                 samples.append(time.perf_counter() - started)
             results[name] = summary(samples, 1e6)
-    with RulesSandbox(READS_STATE).start_episode() as session:
+    with RulesSandbox(READS_STATE, limits=limits).start_episode() as session:
         states = [dict(STATE, step=i) for i in range(2)]  # a state that changes every call
         for i in range(200 + calls):
             started = time.perf_counter()
@@ -114,8 +120,12 @@ def time_round_trips(calls: int) -> dict[str, dict[str, float]]:
     return results
 
 
-def time_raw_echo(calls: int) -> dict[str, float]:
-    """Two processes, two pipes, a 100-byte message, the host waiting with poll: the floor."""
+def time_raw_echo(calls: int, follow: bool = False) -> dict[str, float]:
+    """Two processes, two pipes, a 100-byte message, the host waiting with poll: the floor.
+
+    With ``follow``, the child is pinned to the host's CPU before each call where it moved.
+    """
+    getcpu = affinity.cpu_reader() if follow else None
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     pid = os.fork()
@@ -131,8 +141,12 @@ def time_raw_echo(calls: int) -> dict[str, float]:
     poller.register(rep_r, select.POLLIN)
     message = json.dumps({"op": "filter_action", "args": [ACTION, STATE]}).encode()
     samples = []
+    pinned = -1
     for _ in range(calls):
         started = time.perf_counter()
+        if getcpu is not None and getcpu() != pinned:
+            pinned = getcpu()
+            os.sched_setaffinity(pid, (pinned,))
         os.write(req_w, message)
         poller.poll(1000)
         os.read(rep_r, 65536)
@@ -168,6 +182,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--json", default=str(RESULTS), help="where to write results; - for none")
     args = parser.parse_args()
 
     report: dict[str, Any] = {
@@ -180,7 +195,11 @@ def main() -> None:
         "template_start_ms": time_template_start(5),
         "episode_start_ms": time_episode_start(args.episodes),
         "round_trip_us": time_round_trips(args.calls),
+        "scheduler_placed_round_trip_us": time_round_trips(
+            args.calls, SandboxLimits(follow_host_cpu=False)
+        ),
         "raw_pipe_echo_us": time_raw_echo(args.calls),
+        "raw_pipe_echo_following_us": time_raw_echo(args.calls, follow=True),
         "timeout": time_timeout_detection(10),
     }
     cpus = os.sched_getaffinity(0)
@@ -200,7 +219,16 @@ def main() -> None:
         ("template start (once per host)", "ms", report["template_start_ms"]),
         ("episode start (fork + lock down + load)", "ms", report["episode_start_ms"]),
         *[(f"round trip: {k}", "µs", v) for k, v in report["round_trip_us"].items()],
+        *[
+            (f"no CPU follow: round trip {k}", "µs", v)
+            for k, v in report["scheduler_placed_round_trip_us"].items()
+        ],
         ("raw os.pipe echo (floor)", "µs", report["raw_pipe_echo_us"]),
+        (
+            "raw os.pipe echo, child following the host's CPU",
+            "µs",
+            report["raw_pipe_echo_following_us"],
+        ),
         ("timeout overshoot (0.1 s timeout)", "ms", report["timeout"]["overshoot_ms"]),
         ("start after a timeout kill", "ms", report["timeout"]["respawn_ms"]),
     ]
@@ -208,16 +236,18 @@ def main() -> None:
         pinned = report["pinned_one_cpu"]
         rows += [(f"pinned: round trip {k}", "µs", v) for k, v in pinned["round_trip_us"].items()]
         rows.append(("pinned: raw os.pipe echo", "µs", pinned["raw_pipe_echo_us"]))
-    print(f"{'measure':58} {'unit':>4} {'median':>9} {'p90':>9} {'p99':>9} {'n':>6}")
+    print(f"{'measure':70} {'unit':>4} {'median':>9} {'p90':>9} {'p99':>9} {'n':>6}")
     for name, unit, stats in rows:
         print(
-            f"{name:58} {unit:>4} {stats['median']:9.2f} {stats['p90']:9.2f} "
+            f"{name:70} {unit:>4} {stats['median']:9.2f} {stats['p90']:9.2f} "
             f"{stats['p99']:9.2f} {stats['n']:6d}"
         )
     print("kernel protections:", json.dumps(report["kernel_protections"]))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    if args.json != "-":
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":
