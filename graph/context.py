@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.errors import RiggerError
+from envharness.graph.designers import Designer, Diagnoser, registered_designers
 from envharness.graph.designers.protocol import DEFAULT_FEEDBACK_BUDGET
 from envharness.graph.judge.decisions import JudgeSettings
 from envharness.graph.objective import Objective
@@ -201,8 +202,6 @@ class RiggerContext:
     @staticmethod
     def _is_designer(value: Any) -> bool:
         """Whether ``value`` names a designer (a Designer object or a registered name)."""
-        from envharness.graph.designers import Designer, registered_designers
-
         if isinstance(value, Designer):
             return True
         return isinstance(value, str) and value.strip() in registered_designers()
@@ -237,8 +236,6 @@ class RiggerContext:
         model = self.writer_model if node == "writer" else self.diagnoser_model
         if self._is_heuristic(model):
             return "heuristic"
-        from envharness.graph.designers import Designer, Diagnoser
-
         if isinstance(model, Designer | Diagnoser):
             return model.name
         if isinstance(model, str):

@@ -10,10 +10,9 @@ text. A markdown fence around the rules code is removed, with a note saying so.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envharness.errors import EnvHarnessError, RulesError
-from envharness.graph.records import Candidate
 from envharness.sandbox import check_rules_code
 from envharness.tools.actions import ToolInputError, parse_in_env_actions, strip_fence
 from envharness.tools.digest import OBSERVATION_CHARS, describe_action, json_text, observation_block
@@ -26,6 +25,9 @@ from envharness.tools.replay import (
     replay_sweep,
 )
 from envharness.tools.session import DesignSession
+
+if TYPE_CHECKING:
+    from envharness.graph.records import Candidate
 
 __all__ = ["check_rules", "dry_run", "submit_candidate"]
 
@@ -382,6 +384,8 @@ def submit_candidate(
         raise ToolInputError(
             "the candidate changes nothing: give rules_code, in_env_actions, link_task_ids or some"
         )
+    from envharness.graph.records import Candidate  # the rigger's record (not at import)
+
     candidate = Candidate(
         in_env_actions=actions,
         rules_code=code,

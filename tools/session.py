@@ -12,14 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envharness.errors import RiggerError
-from envharness.graph.objective import Objective
-from envharness.graph.records import Candidate, Diagnosis
 from envharness.harness.spec import HarnessSpec
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from envharness.graph.objective import Objective
+    from envharness.graph.records import Candidate, Diagnosis
 
 __all__ = [
     "DEFAULT_EPISODE_CHARS",
@@ -166,6 +168,10 @@ class DesignSession:
     transcript: list[Any] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # The rigger's records, imported here so that `import envharness.tools` loads no rigger.
+        from envharness.graph.objective import Objective
+        from envharness.graph.records import Diagnosis
+
         if not isinstance(self.base_spec, HarnessSpec):
             raise RiggerError(
                 f"base_spec: expected a HarnessSpec, got {type(self.base_spec).__name__}"

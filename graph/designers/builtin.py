@@ -111,6 +111,8 @@ class ModelDesign:
 
     def design(self, brief: DesignBrief) -> Design:
         """Runs the agent until it submits a candidate (or gives up)."""
+        # Imported here, not for a cycle: the agent loads LangChain and LangGraph, which
+        # `import envharness.graph` and the heuristic designer do without.
         from envharness.graph.designer import resolve_model, run_designer
         from envharness.tools import DesignSession
 
@@ -174,7 +176,7 @@ class ModelDiagnosis:
 
     def diagnose(self, brief: DiagnosisBrief) -> Diagnosed:
         """Asks the model once, with the bridge's hints."""
-        from envharness.graph.designer import model_diagnosis, resolve_model
+        from envharness.graph.designer import model_diagnosis, resolve_model  # LangChain: as above
         from envharness.prompts import load_hints
 
         diagnosis = model_diagnosis(
