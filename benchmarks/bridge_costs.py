@@ -221,7 +221,7 @@ def _remove_swebench_builds(instance_ids: list[str]) -> None:
     """Removes the instances' images (not the shared tools image), wheels and venvs."""
     import shutil
 
-    from envharness.bridges.cache import bridge_cache_dir
+    from envharness.bridgekit.cache import bridge_cache_dir
     from envharness.bridges.swe.image import docker_client
     from envharness.bridges.swebench import find_instance
     from envharness.bridges.swebench.specs import safe_tag

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envharness.bridges.registry import load_bridge
-from envharness.bridges.toy24_solver import is_solvable
+from envharness.bridges.toy24.solver import is_solvable
 from envharness.core import Action, Evaluation
 from envharness.harness import HarnessSpec, Lineage, Rules, Setups
 

@@ -103,7 +103,7 @@ def test_bridges_lists_each_bridge_and_its_status(runner, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
     assert "ok — The game of 24" in lines["toy24"]
-    assert "envharness.bridges.toy24:Toy24Env" in lines["toy24"]
+    assert "envharness.bridges.toy24.env:Toy24Env" in lines["toy24"]
     assert "ok — A small, deterministic bridge for tests" in lines["fake"]
     assert "test_cli:BlockingFake" in lines["fake-blocking"]
     assert "missing extra:" in lines["needs-extra"]

@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 from typer.testing import CliRunner
 
-from envharness.bridges.toy24_solver import solve_steps
+from envharness.bridges.toy24.solver import solve_steps
 from envharness.testing.openai_server import (
     ChatRequest,
     OpenAIServer,

@@ -29,9 +29,9 @@ ENTRY_POINT_GROUP = "envharness.bridges"
 # name -> "module:Class" (imported lazily, so optional dependencies load only when used)
 _BUILTIN: dict[str, str] = {
     "toy24": "envharness.bridges.toy24:Toy24Env",
-    "textworld": "envharness.bridges.textworld_env:TextWorldEnv",
-    "gymnasium": "envharness.bridges.gymnasium_env:GymnasiumEnv",
-    "alfworld": "envharness.bridges.alfworld_env:AlfWorldEnv",
+    "textworld": "envharness.bridges.textworld:TextWorldEnv",
+    "gymnasium": "envharness.bridges.gymnasium:GymnasiumEnv",
+    "alfworld": "envharness.bridges.alfworld:AlfWorldEnv",
     "webshop": "envharness.bridges.webshop:WebShopEnv",
     "swe": "envharness.bridges.swe:SweEnv",
     "swebench": "envharness.bridges.swebench:SwebenchEnv",

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from envharness.bridges.cache import bridge_cache_dir, file_lock
+from envharness.bridgekit.cache import bridge_cache_dir, file_lock
 
 
 def test_cache_dir_prefers_envharness_cache_then_xdg_then_home(monkeypatch, tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from envharness import BridgeError, UnknownTaskError
-from envharness.bridges import checks
-from envharness.bridges.checks import (
+from envharness.bridgekit import checks
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_path,

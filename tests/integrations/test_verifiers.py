@@ -17,7 +17,7 @@ vf = pytest.importorskip(
 )
 
 from envharness import load_bridge  # noqa: E402
-from envharness.bridges.toy24_solver import solve_steps  # noqa: E402
+from envharness.bridges.toy24.solver import solve_steps  # noqa: E402
 from envharness.errors import SpecError  # noqa: E402
 from envharness.harness import Rules  # noqa: E402
 from envharness.harness.spec import HarnessSpec  # noqa: E402

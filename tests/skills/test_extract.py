@@ -200,7 +200,7 @@ def test_abstraction_rules():
 @pytest.fixture(scope="module")
 def textworld_cache(tmp_path_factory) -> str:
     pytest.importorskip("textworld", reason="needs the textworld extra")
-    from envharness.bridges.textworld_env import ensure_game
+    from envharness.bridges.textworld import ensure_game
 
     folder = tmp_path_factory.mktemp("textworld-cache")
     ensure_game(TW_KEY, folder)

@@ -7,7 +7,7 @@ and ALFWorld's data: ``$ALFWORLD_DATA`` (or the ``data_dir`` option) names the f
 data folders ``train``, ``valid_train``, ``valid_seen`` and ``valid_unseen`` (``test`` is
 ``valid_unseen``). ``alfworld`` is imported only when an env is built.
 
-- :mod:`~envharness.bridges.alfworld_env.env`: :class:`AlfWorldEnv`, the bridge.
+- :mod:`~envharness.bridges.alfworld.env`: :class:`AlfWorldEnv`, the bridge.
 - ``_data``: the data folder, splits and task ids; ``_build``: rebuilding and caching game
   files; ``_kit``: ALFWorld's and TextWorld's pieces, imported lazily, with memoized PDDL
   translation; ``_game``: one running game; ``_oracle``: the hand-coded expert as the oracle;
@@ -21,8 +21,8 @@ Example:
 
 from __future__ import annotations
 
-from envharness.bridges.alfworld_env._build import default_cache_dir
-from envharness.bridges.alfworld_env._data import SPLITS, TASK_TYPES
-from envharness.bridges.alfworld_env.env import AlfWorldEnv
+from envharness.bridges.alfworld._build import default_cache_dir
+from envharness.bridges.alfworld._data import SPLITS, TASK_TYPES
+from envharness.bridges.alfworld.env import AlfWorldEnv
 
 __all__ = ["SPLITS", "TASK_TYPES", "AlfWorldEnv", "default_cache_dir"]

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from envharness._jsonfile import write_json
-from envharness.bridges.alfworld_env._data import TASK_TYPES
-from envharness.bridges.alfworld_env._kit import Kit, seeded_random
-from envharness.bridges.cache import bridge_cache_dir, file_lock
+from envharness.bridgekit.cache import bridge_cache_dir, file_lock
+from envharness.bridges.alfworld._data import TASK_TYPES
+from envharness.bridges.alfworld._kit import Kit, seeded_random
 from envharness.errors import BridgeError
 
 __all__ = ["Built", "build_game", "default_cache_dir", "read_json", "write_json"]
@@ -57,7 +57,7 @@ class Built:
         game_file: ``game.tw-pddl`` in it.
         data: The game file's content.
         goal: The task sentence, e.g. ``"put some box on dresser."``.
-        task_type: One of :data:`~envharness.bridges.alfworld_env._data.TASK_TYPES`.
+        task_type: One of :data:`~envharness.bridges.alfworld._data.TASK_TYPES`.
         params: The trial's ``pddl_params`` (``object_target``, ``parent_target``, ...).
     """
 

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from envharness.bridges.checks import check_path, check_split
+from envharness.bridgekit.checks import check_path, check_split
 from envharness.errors import BridgeError, UnknownTaskError
 
 __all__ = [

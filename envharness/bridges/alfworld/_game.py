@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envharness.bridges.alfworld_env._kit import LOCK, Kit, memoized, release_lib
+from envharness.bridges.alfworld._kit import LOCK, Kit, memoized, release_lib
 from envharness.errors import BridgeError
 
 __all__ = ["START", "Game", "View", "tidy"]

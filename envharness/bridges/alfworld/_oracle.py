@@ -18,10 +18,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envharness.bridges.alfworld_env._build import Built, read_json, write_json
-from envharness.bridges.alfworld_env._game import Game, View
-from envharness.bridges.alfworld_env._kit import LOCK, Kit, seeded_random
-from envharness.bridges.cache import file_lock
+from envharness.bridgekit.cache import file_lock
+from envharness.bridges.alfworld._build import Built, read_json, write_json
+from envharness.bridges.alfworld._game import Game, View
+from envharness.bridges.alfworld._kit import LOCK, Kit, seeded_random
 
 __all__ = [
     "EXPERT_BUDGET",

@@ -22,11 +22,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from envharness.bridges.alfworld_env._build import Built, read_json, write_json
-from envharness.bridges.alfworld_env._game import Game
-from envharness.bridges.alfworld_env._kit import LOCK, Kit
-from envharness.bridges.alfworld_env._oracle import persist, remember, run_expert, run_planner
-from envharness.bridges.cache import file_lock
+from envharness.bridgekit.cache import file_lock
+from envharness.bridges.alfworld._build import Built, read_json, write_json
+from envharness.bridges.alfworld._game import Game
+from envharness.bridges.alfworld._kit import LOCK, Kit
+from envharness.bridges.alfworld._oracle import persist, remember, run_expert, run_planner
 
 __all__ = ["MAX_STAGES", "Stages", "cached_stages", "find_stages", "kind"]
 

@@ -9,14 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envharness.bridges.alfworld_env._build import build_game, default_cache_dir
-from envharness.bridges.alfworld_env._data import data_root, find_trial, list_trials
-from envharness.bridges.alfworld_env._game import START, Game, View, tidy
-from envharness.bridges.alfworld_env._kit import kit
-from envharness.bridges.alfworld_env._oracle import load_plans, lookup, solve
-from envharness.bridges.alfworld_env._stages import cached_stages, find_stages
-from envharness.bridges.alfworld_env._state import STATE_SCHEMA
-from envharness.bridges.checks import (
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_path,
@@ -24,12 +17,19 @@ from envharness.bridges.checks import (
     check_saved_state,
     state_error,
 )
-from envharness.bridges.fingerprint import (
+from envharness.bridgekit.fingerprint import (
     cached_fingerprint,
     canonical_json,
     read_bytes,
     task_fingerprint,
 )
+from envharness.bridges.alfworld._build import build_game, default_cache_dir
+from envharness.bridges.alfworld._data import data_root, find_trial, list_trials
+from envharness.bridges.alfworld._game import START, Game, View, tidy
+from envharness.bridges.alfworld._kit import kit
+from envharness.bridges.alfworld._oracle import load_plans, lookup, solve
+from envharness.bridges.alfworld._stages import cached_stages, find_stages
+from envharness.bridges.alfworld._state import STATE_SCHEMA
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import (
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_positive_int,
@@ -24,6 +24,7 @@ from envharness.bridges.checks import (
     check_split,
     state_error,
 )
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.docqa.corpus import DEFAULT_LINES_PER_PAGE, Corpus, load_corpus
 from envharness.bridges.docqa.schemas import SEARCH_HITS, STATE_SCHEMA, TOOLS
 from envharness.bridges.docqa.scoring import normalize_answer, score_answer
@@ -36,7 +37,6 @@ from envharness.bridges.docqa.views import (
     plural,
     search_results,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,

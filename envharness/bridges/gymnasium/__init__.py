@@ -5,12 +5,12 @@ Registered as ``gymnasium``; the task id is the Gymnasium env id (``"FrozenLake-
 ``gym`` extra (``pip install 'envharness[gym]'``); gymnasium is imported only when the bridge is
 used, and its absence raises :class:`~envharness.errors.DependencyNotInstalled`.
 
-- :mod:`~envharness.bridges.gymnasium_env.env`: :class:`GymnasiumEnv`, the bridge.
-- :mod:`~envharness.bridges.gymnasium_env.domains`: how a family of envs is read (tool names,
+- :mod:`~envharness.bridges.gymnasium.env`: :class:`GymnasiumEnv`, the bridge.
+- :mod:`~envharness.bridges.gymnasium.domains`: how a family of envs is read (tool names,
   text, state fields, success, oracle); :func:`register_domain` adds one for your own env.
-- :mod:`~envharness.bridges.gymnasium_env.tabular`: planning over gymnasium's transition tables.
-- :mod:`~envharness.bridges.gymnasium_env.grids`, :mod:`~envharness.bridges.gymnasium_env.taxi`,
-  :mod:`~envharness.bridges.gymnasium_env.blackjack`: the toy-text domains.
+- :mod:`~envharness.bridges.gymnasium.tabular`: planning over gymnasium's transition tables.
+- :mod:`~envharness.bridges.gymnasium.grids`, :mod:`~envharness.bridges.gymnasium.taxi`,
+  :mod:`~envharness.bridges.gymnasium.blackjack`: the toy-text domains.
 
 Example:
     >>> from envharness import load_bridge
@@ -24,12 +24,12 @@ Example:
 from __future__ import annotations
 
 # Importing the domain modules registers them.
-from envharness.bridges.gymnasium_env.blackjack import BlackjackDomain
-from envharness.bridges.gymnasium_env.domains import Domain, GenericDomain, Moment, register_domain
-from envharness.bridges.gymnasium_env.env import GymnasiumEnv
-from envharness.bridges.gymnasium_env.grids import CliffWalkingDomain, FrozenLakeDomain
-from envharness.bridges.gymnasium_env.tabular import GridDomain, TabularDomain
-from envharness.bridges.gymnasium_env.taxi import TaxiDomain
+from envharness.bridges.gymnasium.blackjack import BlackjackDomain
+from envharness.bridges.gymnasium.domains import Domain, GenericDomain, Moment, register_domain
+from envharness.bridges.gymnasium.env import GymnasiumEnv
+from envharness.bridges.gymnasium.grids import CliffWalkingDomain, FrozenLakeDomain
+from envharness.bridges.gymnasium.tabular import GridDomain, TabularDomain
+from envharness.bridges.gymnasium.taxi import TaxiDomain
 
 __all__ = [
     # the bridge

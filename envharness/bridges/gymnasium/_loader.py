@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from envharness.bridges.checks import check_split
+from envharness.bridgekit.checks import check_split
 from envharness.errors import BridgeError, DependencyNotInstalled, UnknownTaskError
 
 BRIDGE = "gymnasium"

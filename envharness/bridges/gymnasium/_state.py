@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envharness.bridges.checks import check_nothing_recorded, check_saved_state, state_error
-from envharness.bridges.gymnasium_env._loader import BRIDGE
+from envharness.bridgekit.checks import check_nothing_recorded, check_saved_state, state_error
+from envharness.bridges.gymnasium._loader import BRIDGE
 from envharness.errors import BridgeError
 
 OPTIONS = ("env_kwargs", "max_steps")

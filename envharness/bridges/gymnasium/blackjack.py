@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envharness.bridges.gymnasium_env.domains import Domain, Moment, register_domain
-from envharness.bridges.gymnasium_env.tabular import INT
+from envharness.bridges.gymnasium.domains import Domain, Moment, register_domain
+from envharness.bridges.gymnasium.tabular import INT
 
 __all__ = ["BlackjackDomain"]
 

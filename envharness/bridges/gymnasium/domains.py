@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from envharness.bridges.gymnasium_env._loader import BRIDGE
+from envharness.bridges.gymnasium._loader import BRIDGE
 from envharness.errors import BridgeError
 
 __all__ = ["Domain", "GenericDomain", "Moment", "domain_for", "register_domain"]

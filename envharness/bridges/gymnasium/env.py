@@ -9,12 +9,12 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import check_options, check_positive_int
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
-from envharness.bridges.gymnasium_env import _loader
-from envharness.bridges.gymnasium_env._loader import BRIDGE, DEFAULT_MAX_STEPS
-from envharness.bridges.gymnasium_env._state import OPTIONS, bad_state, parse_saved, state_schema
-from envharness.bridges.gymnasium_env.domains import Domain, Moment, domain_class
+from envharness.bridgekit.checks import check_options, check_positive_int
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridges.gymnasium import _loader
+from envharness.bridges.gymnasium._loader import BRIDGE, DEFAULT_MAX_STEPS
+from envharness.bridges.gymnasium._state import OPTIONS, bad_state, parse_saved, state_schema
+from envharness.bridges.gymnasium.domains import Domain, Moment, domain_class
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, InvalidActionError, UnknownTaskError
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from envharness.bridges.gymnasium_env._loader import BRIDGE
-from envharness.bridges.gymnasium_env.domains import Moment, register_domain
-from envharness.bridges.gymnasium_env.tabular import GridDomain
+from envharness.bridges.gymnasium._loader import BRIDGE
+from envharness.bridges.gymnasium.domains import Moment, register_domain
+from envharness.bridges.gymnasium.tabular import GridDomain
 from envharness.errors import BridgeError
 
 __all__ = ["CliffWalkingDomain", "FrozenLakeDomain"]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, ClassVar
 
-from envharness.bridges.gymnasium_env.domains import Domain, Moment, shortest_plan
+from envharness.bridges.gymnasium.domains import Domain, Moment, shortest_plan
 
 __all__ = ["GridDomain", "TabularDomain"]
 

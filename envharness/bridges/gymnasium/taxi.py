@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from envharness.bridges.gymnasium_env.domains import Moment, register_domain
-from envharness.bridges.gymnasium_env.tabular import INT, TabularDomain
+from envharness.bridges.gymnasium.domains import Moment, register_domain
+from envharness.bridges.gymnasium.tabular import INT, TabularDomain
 
 __all__ = ["TaxiDomain"]
 

@@ -7,14 +7,14 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import (
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_positive_int,
     check_saved_state,
     state_error,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
+from envharness.bridgekit.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
 from envharness.bridges.spreadsheet import solutions
 from envharness.bridges.spreadsheet._schema import MAX_READ_CELLS, STATE_SCHEMA, TOOLS
 from envharness.bridges.spreadsheet.cells import (

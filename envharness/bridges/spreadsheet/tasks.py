@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envharness.bridges.checks import check_split
+from envharness.bridgekit.checks import check_split
 from envharness.errors import BridgeError, UnknownTaskError
 
 __all__ = ["DATA_DIR", "SPLITS", "Task", "WORKBOOK_DIR", "list_task_ids", "load_tasks", "get_task"]

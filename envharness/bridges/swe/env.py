@@ -8,14 +8,14 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import (
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_positive_int,
     check_saved_state,
     state_error,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.swe.oracle import oracle_plan, stage_candidates
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swe.tasks import Task, load_task, task_ids

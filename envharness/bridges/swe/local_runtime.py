@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-from envharness.bridges.checks import check_positive_int
+from envharness.bridgekit.checks import check_positive_int
 from envharness.bridges.swe.runtime import (
     MAX_SNAPSHOT_FILE,
     WORKDIR,

@@ -32,7 +32,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from envharness.bridges.checks import check_split
+from envharness.bridgekit.checks import check_split
 from envharness.core import Action
 from envharness.errors import BridgeError, UnknownTaskError
 

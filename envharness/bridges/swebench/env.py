@@ -8,15 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envharness.bridges.cache import bridge_cache_dir
-from envharness.bridges.checks import (
+from envharness.bridgekit.cache import bridge_cache_dir
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_positive_int,
     check_saved_state,
     state_error,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.swe.oracle import write_file_action
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swe.tools import ToolOutcome, edit_file, read_file, run_bash

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envharness.bridges.cache import file_lock
+from envharness.bridgekit.cache import file_lock
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
 from envharness.bridges.swebench.sources import SourceTree
 from envharness.bridges.swebench.specs import EnvSpec, safe_tag

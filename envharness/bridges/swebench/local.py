@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from envharness.bridges.cache import file_lock
+from envharness.bridgekit.cache import file_lock
 from envharness.bridges.swe.local_runtime import LocalRuntime
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
 from envharness.bridges.swebench.images import BASE_TAG

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envharness.bridges.cache import file_lock
+from envharness.bridgekit.cache import file_lock
 from envharness.bridges.swebench.dataset import BRIDGE, Instance
 from envharness.errors import BridgeError
 

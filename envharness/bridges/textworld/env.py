@@ -37,8 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 
-from envharness.bridges.cache import bridge_cache_dir, file_lock
-from envharness.bridges.checks import (
+from envharness.bridgekit.cache import bridge_cache_dir, file_lock
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_path,
@@ -47,7 +47,7 @@ from envharness.bridges.checks import (
     check_split,
     state_error,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
+from envharness.bridgekit.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,

@@ -29,7 +29,7 @@ from fractions import Fraction
 from functools import cache
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import (
+from envharness.bridgekit.checks import (
     check_nothing_recorded,
     check_options,
     check_positive_int,
@@ -37,8 +37,8 @@ from envharness.bridges.checks import (
     check_split,
     state_error,
 )
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
-from envharness.bridges.toy24_solver import TARGET, puzzles, solutions, solve_steps
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridges.toy24.solver import TARGET, puzzles, solutions, solve_steps
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
 

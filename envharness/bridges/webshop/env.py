@@ -19,8 +19,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import check_options, check_split
-from envharness.bridges.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridgekit.checks import check_options, check_split
+from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.webshop import oracle
 from envharness.bridges.webshop.browser import BrowserEnv, _check_saved
 from envharness.bridges.webshop.catalogue import load_catalogue

@@ -21,7 +21,7 @@ from envharness import (
     list_tasks,
     load_bridge,
 )
-from envharness.bridges.alfworld_env import AlfWorldEnv
+from envharness.bridges.alfworld import AlfWorldEnv
 from envharness.harness import Rules, Setups
 from envharness.rollout import OraclePolicy, RandomPolicy, rollout
 from envharness.testing import check_bridge
@@ -30,7 +30,7 @@ from envharness.testing import check_bridge
 # (bedrooms, one small kitchen) are played here: big kitchens cost seconds per build.
 DATA = Path(
     os.environ.get("ENVHARNESS_ALFWORLD_DATA")
-    or Path(__file__).resolve().parents[3] / "shared" / "data" / "alfworld"
+    or Path(__file__).resolve().parents[4] / "shared" / "data" / "alfworld"
 )
 LAMP = "look_at_obj_in_light-AlarmClock-None-DeskLamp-323/trial_T20190909_044715_250790"
 KEYCHAIN = "pick_and_place_simple-KeyChain-None-SideTable-309/trial_T20190908_215011_025401"
@@ -39,6 +39,8 @@ BIG_KITCHEN = (
     "pick_clean_then_place_in_recep-ButterKnife-None-Drawer-30/trial_T20190908_052007_212776"
 )
 UNSOLVABLE = "pick_two_obj_and_place-SoapBar-None-Toilet-412/trial_T20190908_071602_531614"
+# The extra is probed through a submodule: pytest puts tests/bridges on sys.path, where this
+# test folder would import as an empty namespace package if alfworld were not installed.
 NEEDS_ALFWORLD = "the ALFWorld bridge needs its extra: pip install 'envharness[alfworld]'"
 
 HAVE_DATA = (DATA / "json_2.1.1").is_dir()
@@ -59,7 +61,7 @@ def cache(tmp_path_factory) -> str:
     """The game cache, as ``$ENVHARNESS_CACHE/alfworld`` for the cache's parent."""
     if not HAVE_DATA:
         pytest.skip(NO_DATA)
-    pytest.importorskip("alfworld", reason=NEEDS_ALFWORLD)
+    pytest.importorskip("alfworld.agents", reason=NEEDS_ALFWORLD)
     return str(tmp_path_factory.mktemp("envharness-cache") / "alfworld")
 
 
@@ -149,7 +151,7 @@ def test_bad_options():
 
 
 def test_missing_alfworld_names_the_extra(monkeypatch):
-    from envharness.bridges.alfworld_env import _kit
+    from envharness.bridges.alfworld import _kit
 
     monkeypatch.setattr(_kit, "_KIT", None)
     monkeypatch.setitem(sys.modules, "alfworld", None)  # `import alfworld` now fails
@@ -208,8 +210,8 @@ def test_game_is_rebuilt_and_cached(make, cache):
 
 def test_game_text_is_textworld_s_own(make):
     """The memoized translation and text writing give TextWorld's answers, step by step."""
-    from envharness.bridges.alfworld_env._game import Game
-    from envharness.bridges.alfworld_env._kit import kit
+    from envharness.bridges.alfworld._game import Game
+    from envharness.bridges.alfworld._kit import kit
 
     parts = kit()
     built = make(LAMP)._built
@@ -356,7 +358,7 @@ def test_the_oracle_is_alfworld_s_expert(make):
     """ALFWorld's AlfredExpert wrapper, run as its generation code runs it, plays the same plan."""
     from alfworld.agents.environment.alfred_tw_env import AlfredExpert
 
-    from envharness.bridges.alfworld_env._kit import kit, memoized
+    from envharness.bridges.alfworld._kit import kit, memoized
 
     parts = kit()
     for task_id in (LAMP, KEYCHAIN):

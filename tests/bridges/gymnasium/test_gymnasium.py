@@ -6,9 +6,14 @@ import sys
 
 import pytest
 
-gym = pytest.importorskip(
-    "gymnasium", reason="the gymnasium bridge needs the 'gym' extra: pip install 'envharness[gym]'"
+# A submodule, not the bare name: pytest puts tests/bridges on sys.path, where this test folder
+# of the same name would import as an empty namespace package if gymnasium were not installed.
+pytest.importorskip(
+    "gymnasium.spaces",
+    reason="the gymnasium bridge needs the 'gym' extra: pip install 'envharness[gym]'",
 )
+
+import gymnasium as gym  # noqa: E402
 
 import envharness  # noqa: E402
 from envharness import (  # noqa: E402
@@ -20,7 +25,7 @@ from envharness import (  # noqa: E402
     UnknownTaskError,
     load_bridge,
 )
-from envharness.bridges.gymnasium_env import GymnasiumEnv  # noqa: E402
+from envharness.bridges.gymnasium import GymnasiumEnv  # noqa: E402
 from envharness.harness import HarnessSpec, Rules, Setups  # noqa: E402
 from envharness.rollout import OraclePolicy, RandomPolicy, rollout  # noqa: E402
 from envharness.testing import check_bridge  # noqa: E402
@@ -80,7 +85,7 @@ def counter_id():
 
 def test_importing_the_bridges_does_not_import_gymnasium():
     code = (
-        "import sys, envharness, envharness.bridges, envharness.bridges.gymnasium_env\n"
+        "import sys, envharness, envharness.bridges, envharness.bridges.gymnasium\n"
         "assert 'gymnasium' not in sys.modules, 'gymnasium was imported'\n"
         "print('gymnasium' in envharness.list_bridges())\n"
     )

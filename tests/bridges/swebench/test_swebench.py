@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("swebench", reason="the swebench extra is not installed")
+# A submodule, not the bare name: pytest puts tests/bridges on sys.path, where this test folder
+# of the same name would import as an empty namespace package if swebench were not installed.
+pytest.importorskip("swebench.harness", reason="the swebench extra is not installed")
 
 from envharness import Action, list_tasks, load_bridge  # noqa: E402
 from envharness.bridges.swebench import REPOS_ENV, SwebenchEnv  # noqa: E402
 from envharness.errors import BridgeError, UnknownTaskError  # noqa: E402
 from envharness.testing import check_bridge  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "swebench"
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "swebench"
 DATASET = DATA / "instances.jsonl"
 needs_data = pytest.mark.skipif(not DATASET.is_file(), reason=f"no SWE-bench data at {DATA}")
 

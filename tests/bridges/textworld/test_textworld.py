@@ -16,7 +16,7 @@ from envharness import (
     UnknownTaskError,
     load_bridge,
 )
-from envharness.bridges.textworld_env import GameSettings, TextWorldEnv, ensure_game
+from envharness.bridges.textworld import GameSettings, TextWorldEnv, ensure_game
 from envharness.harness import Rules, Setups
 from envharness.rollout import OraclePolicy, RandomPolicy, rollout
 from envharness.testing import check_bridge
@@ -24,6 +24,8 @@ from envharness.testing import check_bridge
 # Small games: generation takes a second or two each, and happens once per test run.
 KEY = "tw-s3-o5-q3-seed2"  # go south > take keycard > unlock box with keycard
 PILLOW = "tw-s4-o6-q4-seed2"  # go north > open safe > take pillow from safe > put pillow on ...
+# The extra is probed through a submodule: pytest puts tests/bridges on sys.path, where this
+# test folder would import as an empty namespace package if textworld were not installed.
 NEEDS_TEXTWORLD = "the TextWorld bridge needs its extra: pip install 'envharness[textworld]'"
 FILES = (".json", ".lock", ".z8")  # what the cache holds per game
 
@@ -34,7 +36,7 @@ def act(command: str) -> Action:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> str:
-    pytest.importorskip("textworld", reason=NEEDS_TEXTWORLD)
+    pytest.importorskip("textworld.generator", reason=NEEDS_TEXTWORLD)
     folder = tmp_path_factory.mktemp("textworld-cache")
     for task in (KEY, PILLOW):
         ensure_game(task, folder)
@@ -107,7 +109,7 @@ def test_missing_textworld_names_the_extra(monkeypatch, tmp_path):
 def test_importing_the_bridges_does_not_import_textworld():
     code = (
         "import sys, envharness, envharness.bridges\n"
-        "from envharness.bridges import textworld_env, get_bridge\n"
+        "from envharness.bridges import get_bridge, textworld\n"
         "get_bridge('textworld').list_tasks('test')\n"
         "assert 'textworld' not in sys.modules, 'textworld was imported'\n"
     )
@@ -137,7 +139,7 @@ def test_same_seed_same_game(cache, tmp_path):
 
 def test_concurrent_processes_share_one_game(cache, tmp_path):
     code = textwrap.dedent(f"""
-        from envharness.bridges.textworld_env import ensure_game
+        from envharness.bridges.textworld import ensure_game
         print(ensure_game({PILLOW!r}, {str(tmp_path)!r}))
     """)
     workers = [
@@ -467,7 +469,7 @@ def test_task_fingerprint_covers_the_game_files_not_where_they_lie(make, cache, 
 
 
 def test_task_fingerprint_is_computed_once_per_env(make, monkeypatch):
-    from envharness.bridges import textworld_env
+    from envharness.bridges.textworld import env as textworld_env
 
     env = make()
     fingerprint = env.task_fingerprint()

@@ -17,9 +17,11 @@ from envharness import (
     ToolSpec,
     UnknownTaskError,
 )
-from envharness.bridges import toy24, toy24_solver
+from envharness.bridges import toy24
 from envharness.bridges.toy24 import Toy24Env
-from envharness.bridges.toy24_solver import is_solvable, puzzles, solutions, solve_steps
+from envharness.bridges.toy24 import env as toy24_env
+from envharness.bridges.toy24 import solver as toy24_solver
+from envharness.bridges.toy24.solver import is_solvable, puzzles, solutions, solve_steps
 from envharness.schema import check_arguments
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -656,7 +658,7 @@ def test_close_is_idempotent_and_context_manager_works():
     env.close()
 
 
-@pytest.mark.parametrize("module", [toy24, toy24_solver])
+@pytest.mark.parametrize("module", [toy24, toy24_env, toy24_solver])
 def test_public_names_import(module):
     for name in module.__all__:
         assert getattr(module, name) is not None

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envharness.bridges.checks import check_options, check_positive_int, check_split
-from envharness.bridges.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
+from envharness.bridgekit.checks import check_options, check_positive_int, check_split
+from envharness.bridgekit.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
 from envharness.bridges.spreadsheet._schema import STATE_FIELDS, TOOLS
 from envharness.bridges.spreadsheet.bench.compare import answer_values, compare_cell_value
 from envharness.bridges.spreadsheet.bench.dataset import (

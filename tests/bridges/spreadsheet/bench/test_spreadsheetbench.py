@@ -35,7 +35,7 @@ from envharness.bridges.spreadsheet.bench.program import run_program, run_progra
 from envharness.bridges.spreadsheet.bench.recalc import read_values, soffice  # noqa: E402
 from envharness.bridges.spreadsheet.bench.verifier import score_task  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spreadsheetbench"
+DATA = Path(__file__).resolve().parents[5] / "shared" / "data" / "spreadsheetbench"
 needs_data = pytest.mark.skipif(
     not (DATA / "dataset.json").is_file(),
     reason=f"the SpreadsheetBench sample data is not at {DATA} (../shared/data is absent)",
