@@ -9,12 +9,11 @@
   ``diagnoser_task``: its message with the baseline.
 - ``skill_extractor``: the model skill extractor's system prompt; ``skill_extractor_task``: its
   message with one episode.
-- ``hints_<bridge>``: notes on one built-in bridge (what its state means, which perturbations
-  are natural), read with :func:`load_hints`.
 
-Bridge hints hook: a bridge class may ship its own hints as an optional classmethod
-``designer_hints() -> str``; :func:`load_hints` uses it before the ``hints_<bridge>`` file, so a
-third-party bridge needs no file in this package::
+Bridge hints live beside each bridge, not here: a bridge class ships its notes (what its state
+means, which perturbations are natural) as an optional classmethod ``designer_hints() -> str``,
+which :func:`load_hints` reads. The built-in bridges return their package's ``hints.HINTS``
+(e.g. :mod:`envharness.bridges.toy24.hints`); a third-party bridge does the same::
 
     class MyEnv(ActionableEnv):
         @classmethod
@@ -50,7 +49,6 @@ __all__ = ["load_hints", "load_prompt", "placeholders", "prompt_names"]
 _SUFFIXES = (".md", ".txt")
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_HINTS_PREFIX = "hints_"
 
 
 @cache
@@ -65,7 +63,7 @@ def _files() -> dict[str, str]:
 
 
 def prompt_names() -> list[str]:
-    """The names of the templates in this package (hint files included)."""
+    """The names of the templates in this package."""
     return sorted(_files())
 
 
@@ -145,8 +143,8 @@ def _hook_hints(bridge_name: str) -> str | None:
 def load_hints(bridge_name: str) -> str:
     """The designer's and diagnoser's notes on a bridge (``""`` when there are none).
 
-    The bridge class's ``designer_hints()`` classmethod when it has one, else this package's
-    ``hints_<bridge>.md``.
+    What the bridge class's ``designer_hints()`` classmethod returns; ``""`` for a bridge without
+    one, an unknown bridge, or one whose extra is not installed.
 
     Raises:
         RiggerError: The bridge's ``designer_hints()`` raised or did not return a str.
@@ -159,8 +157,4 @@ def load_hints(bridge_name: str) -> str:
     """
     if not isinstance(bridge_name, str) or not _NAME.match(bridge_name):
         return ""
-    hooked = _hook_hints(bridge_name)
-    if hooked is not None:
-        return hooked
-    stem = _HINTS_PREFIX + bridge_name
-    return _read(stem).strip() if stem in _files() else ""
+    return _hook_hints(bridge_name) or ""

@@ -38,7 +38,6 @@ EXPECTED_PLACEHOLDERS = {
     "diagnoser_task": {"task_id", "bridge", "instruction", "baseline", "reply_format"},
     "skill_extractor": {"outcome", "kind_rule", "max_skills"},
     "skill_extractor_task": {"bridge", "task_id", "harness", "instruction", "episode"},
-    **{f"hints_{bridge}": set() for bridge in BUILTIN_BRIDGES},
 }
 
 
@@ -179,6 +178,16 @@ BRIDGE_TASKS = [
     ("textworld", "tw-s5-o10-q5-seed0", {}),
     ("webshop", "ws01", {}),
 ]
+
+
+def test_bridge_hints_ship_beside_each_bridge_not_here():
+    from envharness.bridges import get_bridge
+
+    assert not [name for name in prompt_names() if name.startswith("hints")]
+    for bridge in BUILTIN_BRIDGES:
+        module = importlib.import_module(f"envharness.bridges.{bridge}.hints")
+        assert get_bridge(bridge).designer_hints() == module.HINTS, bridge
+        assert load_hints(bridge) == module.HINTS.strip(), bridge
 
 
 def test_every_builtin_bridge_has_hints():

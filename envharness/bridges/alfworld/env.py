@@ -30,6 +30,7 @@ from envharness.bridges.alfworld._kit import kit
 from envharness.bridges.alfworld._oracle import load_plans, lookup, solve
 from envharness.bridges.alfworld._stages import cached_stages, find_stages
 from envharness.bridges.alfworld._state import STATE_SCHEMA
+from envharness.bridges.alfworld.hints import HINTS
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError
 
@@ -183,6 +184,11 @@ class AlfWorldEnv(ActionableEnv):
         self._stage_problem: str | None = None
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

@@ -26,6 +26,7 @@ from envharness.bridgekit.checks import (
 )
 from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
 from envharness.bridges.docqa.corpus import DEFAULT_LINES_PER_PAGE, Corpus, load_corpus
+from envharness.bridges.docqa.hints import HINTS
 from envharness.bridges.docqa.schemas import SEARCH_HITS, STATE_SCHEMA, TOOLS
 from envharness.bridges.docqa.scoring import normalize_answer, score_answer
 from envharness.bridges.docqa.search import query_terms
@@ -174,6 +175,11 @@ class DocQAEnv(ActionableEnv):
         self._clear()
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

@@ -15,6 +15,7 @@ from envharness.bridges.gymnasium import _loader
 from envharness.bridges.gymnasium._loader import BRIDGE, DEFAULT_MAX_STEPS
 from envharness.bridges.gymnasium._state import OPTIONS, bad_state, parse_saved, state_schema
 from envharness.bridges.gymnasium.domains import Domain, Moment, domain_class
+from envharness.bridges.gymnasium.hints import HINTS
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, InvalidActionError, UnknownTaskError
 
@@ -125,6 +126,11 @@ class GymnasiumEnv(ActionableEnv):
         self._closed = False
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

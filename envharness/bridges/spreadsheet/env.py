@@ -26,6 +26,7 @@ from envharness.bridges.spreadsheet.cells import (
     parse_ranges,
     quote_sheet,
 )
+from envharness.bridges.spreadsheet.hints import HINTS
 from envharness.bridges.spreadsheet.recalc import engine, require_openpyxl
 from envharness.bridges.spreadsheet.tasks import Task, get_task, list_task_ids
 from envharness.bridges.spreadsheet.values import CellError, show
@@ -141,6 +142,11 @@ class SpreadsheetEnv(ActionableEnv):
         self._stages: list[list[Action]] | None = None
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

@@ -16,6 +16,7 @@ from envharness.bridgekit.checks import (
     state_error,
 )
 from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridges.swe.hints import HINTS
 from envharness.bridges.swe.oracle import oracle_plan, stage_candidates
 from envharness.bridges.swe.runtime import Runtime
 from envharness.bridges.swe.tasks import Task, load_task, task_ids
@@ -245,6 +246,11 @@ class SweEnv(ActionableEnv):
         self._files: dict[str, bytes] | None = None  # the workspace, None when stale
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

@@ -48,6 +48,7 @@ from envharness.bridgekit.checks import (
     state_error,
 )
 from envharness.bridgekit.fingerprint import cached_fingerprint, read_bytes, task_fingerprint
+from envharness.bridges.textworld.hints import HINTS
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import (
     BridgeError,
@@ -484,6 +485,11 @@ class TextWorldEnv(ActionableEnv):
         self._stages: list[tuple[str, ...]] | None = None
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

@@ -38,6 +38,7 @@ from envharness.bridgekit.checks import (
     state_error,
 )
 from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprint
+from envharness.bridges.toy24.hints import HINTS
 from envharness.bridges.toy24.solver import TARGET, puzzles, solutions, solve_steps
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, UnknownTaskError
@@ -281,6 +282,11 @@ class Toy24Env(ActionableEnv):
         self._terminated = False
 
     # -- tasks ------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:

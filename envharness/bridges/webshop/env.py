@@ -24,6 +24,7 @@ from envharness.bridgekit.fingerprint import cached_fingerprint, task_fingerprin
 from envharness.bridges.webshop import oracle
 from envharness.bridges.webshop.browser import BrowserEnv, _check_saved
 from envharness.bridges.webshop.catalogue import load_catalogue
+from envharness.bridges.webshop.hints import HINTS
 from envharness.bridges.webshop.page_text import PageSnapshot
 from envharness.bridges.webshop.pages import Location, locate
 from envharness.bridges.webshop.reward import ShopVerifier
@@ -130,6 +131,11 @@ class WebShopEnv(BrowserEnv):
         )
 
     # -- tasks ----------------------------------------------------------------------------------
+
+    @classmethod
+    def designer_hints(cls) -> str:
+        """This bridge's notes for the designer's and diagnoser's prompts (its ``hints`` module)."""
+        return HINTS
 
     @classmethod
     def list_tasks(cls, split: str = "train", **options: Any) -> list[str]:
