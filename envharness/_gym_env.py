@@ -18,6 +18,7 @@ from gymnasium import spaces
 from envharness._gym_session import RewardMode, TextActionSession, _as_spec
 from envharness.core import ActionableEnv
 from envharness.errors import EpisodeError, InvalidActionError, SpecError
+from envharness.harness.spec import HarnessSpec
 from envharness.rollout.loop import MAX_OBSERVATION_CHARS, clip_observation
 
 __all__ = [
@@ -250,7 +251,7 @@ class HarnessGymEnv(gymnasium.Env[str, str]):
 
 def _spec_json(source: Any) -> str:
     if isinstance(source, ActionableEnv):
-        return source.spec().to_json(indent=None)
+        return HarnessSpec.from_env(source).to_json(indent=None)
     return _as_spec(source).to_json(indent=None)
 
 

@@ -111,7 +111,7 @@ def resolve_env(source: Any) -> ActionableEnv:
 
     Example:
         >>> from envharness import load_bridge
-        >>> spec = load_bridge("toy24", task_id="4-4-10-10").spec()
+        >>> spec = HarnessSpec.from_env(load_bridge("toy24", task_id="4-4-10-10"))
         >>> resolve_env(spec.to_json())
         <Toy24Env task='4-4-10-10'>
     """

@@ -2,7 +2,9 @@
 
 Every bridge implements :class:`ActionableEnv`; every harness component is one. The types here are
 small, strict and JSON-friendly, because they cross process boundaries (executors, the sandbox)
-and end up in trajectories on disk.
+and end up in trajectories on disk. This module is the bottom layer: it imports no other part of
+the package but the errors and the schema checks (an env's serializable description is
+:meth:`envharness.harness.HarnessSpec.from_env`, a layer above).
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ from envharness.schema import check_arguments, compile_checker, gemini_schema_pr
 
 if TYPE_CHECKING:
     from typing import Self
-
-    from envharness.harness.spec import HarnessSpec
 
 __all__ = ["Action", "ActionableEnv", "Evaluation", "StepResult", "ToolSpec"]
 
@@ -207,9 +207,10 @@ class ActionableEnv(ABC):
     """One environment instance bound to one task, driven by tool calls.
 
     Bridges and harness components implement this interface. Override the abstract methods; the
-    base owns the machinery (:meth:`check_action`, :attr:`unwrapped`, :meth:`spec`, the context
-    manager). ``max_steps`` is the task's step budget for the agent: the rollout loop enforces it
-    by counting agent steps, so bridges do not truncate on it themselves.
+    base owns the machinery (:meth:`check_action`, :attr:`unwrapped`, the context manager).
+    ``HarnessSpec.from_env(env)`` describes any env as a spec. ``max_steps`` is the task's step
+    budget for the agent: the rollout loop enforces it by counting agent steps, so bridges do not
+    truncate on it themselves.
 
     Attributes:
         bridge_name: The name the bridge is registered under (bridges set it).
@@ -297,7 +298,7 @@ class ActionableEnv(ABC):
         It covers the task record (canonical JSON: ``json.dumps(record, sort_keys=True,
         separators=(",", ":"))``) and the bytes of every data file the verdict depends on (an
         expected workbook, hidden tests, a game file ...; see
-        :func:`envharness.bridges.fingerprint.task_fingerprint`). Options that do not change
+        :func:`envharness.bridgekit.fingerprint.task_fingerprint`). Options that do not change
         the verdict (``max_steps``, cache folders, the runtime) do not change it; data that
         changes the verdict does. A spec records it and ``HarnessSpec.build()`` refuses a bridge
         whose fingerprint differs, so options cannot point a spec at another answer key.
@@ -357,12 +358,6 @@ class ActionableEnv(ABC):
         if problems:
             raise InvalidActionError("; ".join(problems), tool=action.tool)
         return action
-
-    def spec(self) -> HarnessSpec:
-        """The serializable description of this env (bridge plus harness components)."""
-        from envharness.harness.spec import HarnessSpec
-
-        return HarnessSpec.from_env(self)
 
     def __enter__(self) -> Self:
         return self

@@ -68,7 +68,7 @@ def build_demo_spec(task_id: str = "4-4-10-10") -> HarnessSpec:
     bridge = load_bridge("toy24", task_id=task_id)
     stack = Rules(Setups(bridge, bridge.stage_candidates()[:1][0]), DEMO_RULES)
     try:
-        return stack.spec().with_lineage(
+        return HarnessSpec.from_env(stack).with_lineage(
             Lineage(task=task_id, policy="scripted demo", notes="head start + one-undo rule")
         )
     finally:

@@ -100,7 +100,7 @@ def test_seed_sets_where_the_fresh_seeds_start(runner, tmp_path):
 
 def test_auto_audit_shows_the_direction_test(runner, tmp_path):
     env = Rules(load_bridge("toy24", task_id=TASK), HALF_CLOSED)
-    spec = env.spec()
+    spec = HarnessSpec.from_env(env)
     env.close()
     run = make_run(
         tmp_path / "run",

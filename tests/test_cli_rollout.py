@@ -124,10 +124,12 @@ def test_threads_and_processes_store_the_same_episodes(runner, tmp_path):
 
 
 def test_harness_file_plays_its_own_task(runner, tmp_path):
-    spec = Setups(
-        HarnessSpec(BridgeSpec("toy24", "4-4-10-10")).build(),
-        [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}],
-    ).spec()
+    spec = HarnessSpec.from_env(
+        Setups(
+            HarnessSpec(BridgeSpec("toy24", "4-4-10-10")).build(),
+            [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}],
+        )
+    )
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(spec.to_json())
     run_dir = tmp_path / "run"

@@ -63,13 +63,13 @@ NO_ALFWORLD_DATA = f"no ALFWorld sample data at {ALFWORLD_DATA} (set ENVHARNESS_
 
 
 def toy_spec(**kwargs) -> str:
-    return load_bridge("toy24", task_id="4-4-10-10", **kwargs).spec().to_json()
+    return HarnessSpec.from_env(load_bridge("toy24", task_id="4-4-10-10", **kwargs)).to_json()
 
 
 def stacked(base, setup: list[Action], rules: str = HINT) -> str:
     env = Rules(Setups(base, setup), rules)
     try:
-        return env.spec().to_json()
+        return HarnessSpec.from_env(env).to_json()
     finally:
         env.close()
 
@@ -270,7 +270,7 @@ def test_a_seed_plays_the_bridge_with_that_seed():
     base = load_bridge(
         "gymnasium", task_id="FrozenLake-v1", env_kwargs={"is_slippery": True}, max_steps=30
     )
-    spec = base.spec().to_json()
+    spec = HarnessSpec.from_env(base).to_json()
     moves = ["move_up"] * 5  # on row 0 a slip goes left or right, never into a hole
     base.reset(seed=11)
     expected = [base.step(Action(m)).observation for m in moves]
@@ -492,7 +492,7 @@ def test_an_episode_reads_exactly_as_the_rollout_loop_records_it(rules):
         "combine 10 + 10",
     ]
     base = load_bridge("toy24", task_id="4-4-10-10")
-    spec = base.spec().to_json() if rules is None else stacked(base, [], rules)
+    spec = HarnessSpec.from_env(base).to_json() if rules is None else stacked(base, [], rules)
     trajectory = rollout(HarnessSpec.from_json(spec).build(), TextPolicy(replies), max_steps=7)
     env = HarnessGymEnv(spec=spec, max_steps=7)
     try:

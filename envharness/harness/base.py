@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import EpisodeError, SpecError
+from envharness.harness.spec import HarnessSpec
 
 __all__ = ["EnvHarness"]
 
@@ -167,7 +168,7 @@ class EnvHarness(ActionableEnv):
             SpecError: If a component of the stack cannot be serialized.
         """
         return {
-            "harness": self.spec().to_dict(),
+            "harness": HarnessSpec.from_env(self).to_dict(),
             "started": self._episode_started,
             "seed": self._episode_seed,
             "actions": [dict(a) for a in self._episode_actions],
@@ -181,8 +182,6 @@ class EnvHarness(ActionableEnv):
         Raises:
             SpecError: If ``state`` is not a harness snapshot.
         """
-        from envharness.harness.spec import HarnessSpec
-
         if not isinstance(state, Mapping) or "harness" not in state:
             raise SpecError("expected a harness snapshot from EnvHarness.save_state()")
         env = HarnessSpec.from_dict(state["harness"]).build()

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from envharness.core import Action, ActionableEnv, Evaluation, StepResult, ToolSpec
 from envharness.errors import BridgeError, EpisodeError, SpecError
 from envharness.harness.base import EnvHarness
+from envharness.harness.spec import HarnessSpec
 
 __all__ = ["HandoverCondition", "Link", "LinkMode"]
 
@@ -213,9 +214,9 @@ class Link(EnvHarness):
     def component_config(self) -> dict[str, Any]:
         """The mode, the second env's spec(s), the condition and the interleave period."""
         if self.mode == "branch":
-            second: Any = {k: env.spec().to_dict() for k, env in self.branches.items()}
+            second: Any = {k: HarnessSpec.from_env(e).to_dict() for k, e in self.branches.items()}
         else:
-            second = self.branches["next"].spec().to_dict()
+            second = HarnessSpec.from_env(self.branches["next"]).to_dict()
         config: dict[str, Any] = {"mode": self.mode, "second": second}
         if self.condition is not None:
             config["condition"] = self.condition.to_dict()
@@ -226,8 +227,6 @@ class Link(EnvHarness):
     @classmethod
     def from_config(cls, env: ActionableEnv, config: Mapping[str, Any]) -> Link:
         """Rebuilds the link, building the second env(s) from their specs."""
-        from envharness.harness.spec import HarnessSpec
-
         if "second" not in config:
             raise SpecError("a link component needs 'second'")
         raw = config["second"]

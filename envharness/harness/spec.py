@@ -14,7 +14,7 @@ Example:
     >>> from envharness.harness import Setups
     >>> env = Setups(load_bridge("toy24", task_id="4-4-10-10"),
     ...              [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}])
-    >>> spec = HarnessSpec.from_json(env.spec().to_json())
+    >>> spec = HarnessSpec.from_json(HarnessSpec.from_env(env).to_json())
     >>> spec.build()
     <Setups<Toy24Env task='4-4-10-10'>>
 """
@@ -66,11 +66,27 @@ _COMPONENTS: dict[str, str | type] = {
 }
 
 
-def register_component(name: str, cls: type) -> None:
-    """Registers a custom :class:`~envharness.harness.EnvHarness` subclass for specs."""
-    from envharness.harness.base import EnvHarness
+def _is_component_class(cls: object) -> bool:
+    """Whether ``cls`` is a component class: an ``ActionableEnv`` with the component hooks.
 
-    if not (isinstance(cls, type) and issubclass(cls, EnvHarness)):
+    :class:`~envharness.harness.EnvHarness` (a layer above this module) defines them all.
+    """
+    return (
+        isinstance(cls, type)
+        and issubclass(cls, ActionableEnv)
+        and isinstance(getattr(cls, "component_type", None), str)
+        and callable(getattr(cls, "component_config", None))
+        and callable(getattr(cls, "from_config", None))
+    )
+
+
+def register_component(name: str, cls: type) -> None:
+    """Registers a custom :class:`~envharness.harness.EnvHarness` subclass for specs.
+
+    Raises:
+        SpecError: If ``cls`` is not an ``EnvHarness`` subclass.
+    """
+    if not _is_component_class(cls):
         raise SpecError(f"expected an EnvHarness subclass, got {cls!r}")
     _COMPONENTS[name] = cls
 
@@ -107,7 +123,7 @@ def check_rules_hash(config: Mapping[str, Any]) -> None:
         raise SpecError(
             f"rules code does not match its sha256 (stored {config.get('sha256')!r}, computed "
             f"{digest!r}); the spec was edited by hand or corrupted. Rebuild it with "
-            "Rules(env, code).spec() instead of editing the JSON."
+            "HarnessSpec.from_env(Rules(env, code)) instead of editing the JSON."
         )
 
 
@@ -300,13 +316,19 @@ class HarnessSpec:
             SpecError: If a component is not registered for specs, or the bridge's fingerprint
                 is not None or 64 hex digits.
             BridgeError: If the bridge cannot read its task data to fingerprint it.
-        """
-        from envharness.harness.base import EnvHarness
+            TypeError: If ``env`` is not an :class:`~envharness.core.ActionableEnv`.
 
+        Example:
+            >>> from envharness import load_bridge
+            >>> HarnessSpec.from_env(load_bridge("toy24", task_id="4-4-10-10")).bridge.task_id
+            '4-4-10-10'
+        """
+        if not isinstance(env, ActionableEnv):
+            raise TypeError(f"expected an ActionableEnv to describe, got {type(env).__name__}")
         components: list[ComponentSpec] = []
-        layer = env
-        while isinstance(layer, EnvHarness):
-            kind = layer.component_type
+        layer: Any = env
+        while layer is not layer.unwrapped:  # a component over the env below
+            kind = getattr(layer, "component_type", None)
             if kind not in _COMPONENTS or _component_class(kind) is not type(layer):
                 raise SpecError(
                     f"{type(layer).__name__} is not a registered component type; call "
@@ -403,7 +425,7 @@ class HarnessSpec:
             "task data (another tasks file, corpus or data folder reusing this task id), or the "
             "task's data changed since the spec was recorded. Do not trust its results; re-rig "
             "the task, or, if the new data is intended, rebuild the spec from the env "
-            "(HarnessSpec.from_env(env) or env.spec())."
+            "(HarnessSpec.from_env(env))."
         )
 
     def with_lineage(self, lineage: Lineage) -> HarnessSpec:

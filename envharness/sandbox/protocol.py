@@ -16,8 +16,9 @@ hook returned its input unchanged (the action, or the observation), so the host 
 copy; any other reply body is JSON.
 
 The host side reads and writes with a deadline (``select.poll`` on non-blocking fds, after an
-optional short spin that yields the CPU, :attr:`HostChannel.spin_seconds`); the child side blocks. This module is shared with the sandbox worker, which loads it by file path under
-``python -I -S``: it must import nothing from envharness.
+optional short spin that yields the CPU, :attr:`HostChannel.spin_seconds`); the child side blocks.
+This module is shared with the sandbox worker, which loads it by file path under ``python -I -S``:
+it must import nothing from envharness.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ from envharness.testing import FakeEnv
 @pytest.fixture(autouse=True)
 def clean_registry(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTERED", {})
+    monkeypatch.setattr(registry, "_scanned", None)  # entry points are read again, then restored
+
+
+def point(name, value, dist="some-plugin"):
+    return SimpleNamespace(name=name, value=value, dist=SimpleNamespace(name=dist))
 
 
 def test_builtin_bridges_are_listed_and_load():
@@ -76,3 +81,58 @@ def test_entry_point_bridges(monkeypatch):
     monkeypatch.setattr(registry, "entry_points", fake_entry_points)
     assert "from-plugin" in envharness.list_bridges()
     assert envharness.get_bridge("from-plugin") is FakeEnv
+
+
+def test_entry_points_are_read_once_and_again_for_an_unknown_name(monkeypatch):
+    calls = []
+    points = [point("toy24", "envharness.bridges.toy24:Toy24Env", "envharness")]
+
+    def counting_entry_points(group):
+        calls.append(group)
+        return list(points)
+
+    monkeypatch.setattr(registry, "entry_points", counting_entry_points)
+    for _ in range(3):
+        envharness.get_bridge("toy24")
+    assert len(calls) == 1
+    points.append(point("late", "envharness.testing:FakeEnv"))  # installed while running
+    assert envharness.get_bridge("late") is FakeEnv
+    assert len(calls) == 2
+
+
+def test_built_ins_come_only_from_entry_points(monkeypatch):
+    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    with pytest.raises(BridgeError, match="stale envharness.egg-info") as info:
+        envharness.get_bridge("toy24")
+    assert not isinstance(info.value, UnknownBridgeError)
+    assert "none of envharness's built-in bridges is registered" in str(info.value)
+    assert envharness.list_bridges() == []
+
+    def not_installed(name):
+        raise registry.PackageNotFoundError(name)
+
+    monkeypatch.setattr(registry, "distribution", not_installed)
+    with pytest.raises(BridgeError, match=r"metadata was not found\. Install the package"):
+        envharness.load_bridge("toy24", task_id="3-3-8-8")
+    envharness.register("toy24", "envharness.bridges.toy24:Toy24Env")  # run time still works
+    assert envharness.load_bridge("toy24", task_id="3-3-8-8").task_id == "3-3-8-8"
+
+
+def test_two_distributions_declaring_one_name_are_named(monkeypatch):
+    points = [
+        point("toy24", "envharness.bridges.toy24:Toy24Env", "envharness"),
+        point("twin", "envharness.testing:FakeEnv", "plugin-a"),
+        point("twin", "envharness.testing:FakeEnv", "plugin-a-again"),  # same class: no clash
+        point("clash", "envharness.testing:FakeEnv", "plugin-a"),
+        point("clash", "envharness.bridges.toy24:Toy24Env", "plugin-b"),
+    ]
+    monkeypatch.setattr(registry, "entry_points", lambda group: points)
+    assert envharness.get_bridge("twin") is FakeEnv
+    with pytest.raises(BridgeError, match=r"2 installed distributions declare") as info:
+        envharness.get_bridge("clash")
+    message = str(info.value)
+    assert "envharness.testing:FakeEnv (from plugin-a)" in message
+    assert "envharness.bridges.toy24:Toy24Env (from plugin-b)" in message
+    assert "envharness.register('clash', 'module:Class')" in message
+    envharness.register("clash", FakeEnv)  # the way out the message names
+    assert envharness.get_bridge("clash") is FakeEnv

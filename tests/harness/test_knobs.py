@@ -132,11 +132,13 @@ def test_rules_env_behaves_by_the_knob_and_its_spec_round_trips(make_toy):
         assert opened.rules_sha256 == rules_sha256(BLOCK_UNDO) == default.rules_sha256
         assert "knobs" not in default.component_config()
 
-        spec = opened.spec()
+        spec = HarnessSpec.from_env(opened)
         config = spec.components[-1].config
         assert config == {"rules_code": BLOCK_UNDO, "sha256": rules_sha256(BLOCK_UNDO),
                           "knobs": {"BLOCK": 0}}  # fmt: skip
-        assert spec.spec_id != default.spec().spec_id  # the knob value is part of the identity
+        assert (
+            spec.spec_id != HarnessSpec.from_env(default).spec_id
+        )  # the knob value is part of the identity
 
         again = HarnessSpec.from_json(spec.to_json())
         assert again == spec

@@ -4,7 +4,7 @@ import pytest
 from conftest import SOLVE_4_4_10_10, combine
 
 from envharness import Action, BridgeError, SpecError, StepResult, ToolSpec
-from envharness.harness import HandoverCondition, Link
+from envharness.harness import HandoverCondition, HarnessSpec, Link
 from envharness.testing import FakeEnv
 
 SOLVE_3_3_8_8 = [combine("8", "/", "3"), combine("3", "-", "8/3"), combine("8", "/", "1/3")]
@@ -205,8 +205,8 @@ def test_spec_round_trip_of_every_mode(make_toy):
         Link(make_toy(), make_toy("3-3-8-8"), "interleave", every=2),
     ]
     for link in links:
-        rebuilt = link.spec().build()
-        assert rebuilt.spec().to_dict() == link.spec().to_dict()
+        rebuilt = HarnessSpec.from_env(link).build()
+        assert HarnessSpec.from_env(rebuilt).to_dict() == HarnessSpec.from_env(link).to_dict()
         assert repr(rebuilt) == repr(link)
         rebuilt.close()
 
@@ -285,7 +285,7 @@ def test_a_malformed_condition_in_a_spec_is_refused_at_build(make_toy):
     from envharness.harness import HarnessSpec
 
     link = Link(make_toy(), make_toy("3-3-8-8"), "switch", condition={"on_tool": "undo"})
-    data = link.spec().to_dict()
+    data = HarnessSpec.from_env(link).to_dict()
     data.pop("spec_id")
     data["components"][0]["config"]["condition"] = {"on_tool": {"name": "undo"}}
     with pytest.raises(SpecError, match="on_tool to be a non-empty str"):

@@ -4,7 +4,7 @@ import pytest
 from conftest import SOLVE_4_4_10_10, combine
 
 from envharness import Action, InvalidActionError, RulesError, SpecError
-from envharness.harness import Rules
+from envharness.harness import HarnessSpec, Rules
 from envharness.rollout.trajectory import Trajectory
 
 BLOCK_UNDO = """
@@ -260,7 +260,7 @@ def test_schema_errors_are_raised_before_the_rules_run(toy):
 def test_spec_stores_code_and_hash(toy):
     env = Rules(toy, BLOCK_UNDO)
     try:
-        config = env.spec().components[0].config
+        config = HarnessSpec.from_env(env).components[0].config
         assert config["rules_code"] == BLOCK_UNDO
         assert config["sha256"] == env.rules_sha256
         assert env.hooks == frozenset({"filter_action"})

@@ -4,7 +4,7 @@ import pytest
 from conftest import combine
 
 from envharness import Action, InvalidActionError, SetupError
-from envharness.harness import EnvHarness, Link, Rules, Setups
+from envharness.harness import EnvHarness, HarnessSpec, Link, Rules, Setups
 
 BLOCK_MULTIPLY = """
 class _Rules:
@@ -148,7 +148,7 @@ def test_order_matters_with_rules(make_toy):
 
 def test_spec_round_trip(toy):
     env = Setups(toy, [combine("10", "*", "10")])
-    rebuilt = env.spec().build()
+    rebuilt = HarnessSpec.from_env(env).build()
     assert isinstance(rebuilt, Setups)
     assert rebuilt.in_env_actions == env.in_env_actions
     rebuilt.reset(seed=0)

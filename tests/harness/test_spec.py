@@ -24,13 +24,13 @@ def stack(toy):
 
 
 def test_from_env_lists_components_innermost_first(stack):
-    spec = stack.spec()
+    spec = HarnessSpec.from_env(stack)
     assert spec.bridge.name == "toy24" and spec.bridge.task_id == "4-4-10-10"
     assert [c.type for c in spec.components] == ["setups", "rules"]
 
 
 def test_json_round_trip_and_build(stack):
-    spec = stack.spec().with_lineage(Lineage(task="4-4-10-10", policy="oracle:0.5"))
+    spec = HarnessSpec.from_env(stack).with_lineage(Lineage(task="4-4-10-10", policy="oracle:0.5"))
     text = spec.to_json()
     parsed = HarnessSpec.from_json(text)
     assert parsed == spec
@@ -44,13 +44,13 @@ def test_json_round_trip_and_build(stack):
 
 
 def test_spec_id_ignores_lineage_but_not_content(stack, toy):
-    spec = stack.spec()
+    spec = HarnessSpec.from_env(stack)
     assert spec.with_lineage(Lineage(notes="x")).spec_id == spec.spec_id
-    assert Setups(toy, []).spec().spec_id != spec.spec_id
+    assert HarnessSpec.from_env(Setups(toy, [])).spec_id != spec.spec_id
 
 
 def _data(stack):
-    return json.loads(stack.spec().to_json())
+    return json.loads(HarnessSpec.from_env(stack).to_json())
 
 
 def test_edited_rules_code_is_refused(stack):
@@ -138,11 +138,39 @@ def test_unregistered_components_cannot_be_serialized(toy):
         """Inherits component_type 'setups' but changes behaviour: must not pass as Setups."""
 
     with pytest.raises(SpecError, match="Shout is not a registered component type"):
-        Shout(toy, []).spec()
+        HarnessSpec.from_env(Shout(toy, []))
     with pytest.raises(SpecError, match="EnvHarness is not a registered component type"):
         EnvHarness(toy).save_state()
     with pytest.raises(SpecError, match="expected an EnvHarness subclass"):
         register_component("shout", object)
+
+
+def test_from_env_is_the_one_way_to_describe_an_env(toy):
+    from envharness.core import ActionableEnv
+
+    assert not hasattr(ActionableEnv, "spec")  # the base contract knows nothing of specs
+    assert HarnessSpec.from_env(toy).components == ()
+    with pytest.raises(TypeError, match="expected an ActionableEnv to describe, got str"):
+        HarnessSpec.from_env("toy24")
+
+
+def test_a_wrapper_that_is_no_component_is_refused_not_described_as_the_bridge(toy):
+    from envharness.harness import register_component
+
+    class Passthrough(type(toy)):
+        """A bridge subclass that wraps another env without being a registered component."""
+
+        def __init__(self, env):
+            self.env = env
+
+        @property
+        def unwrapped(self):
+            return self.env
+
+    with pytest.raises(SpecError, match="Passthrough is not a registered component type"):
+        HarnessSpec.from_env(Passthrough(toy))
+    with pytest.raises(SpecError, match="expected an EnvHarness subclass"):
+        register_component("passthrough", Passthrough)  # an env, but without the hooks
 
 
 def test_registered_custom_component_round_trips(toy, monkeypatch):
@@ -158,7 +186,7 @@ def test_registered_custom_component_round_trips(toy, monkeypatch):
 
     monkeypatch.setattr(spec_module, "_COMPONENTS", dict(spec_module._COMPONENTS))
     register_component("shout", Shout)
-    rebuilt = HarnessSpec.from_json(Shout(toy).spec().to_json()).build()
+    rebuilt = HarnessSpec.from_json(HarnessSpec.from_env(Shout(toy)).to_json()).build()
     assert isinstance(rebuilt, Shout)
     assert rebuilt.reset(seed=0)[0].isupper()
 
@@ -187,14 +215,14 @@ def test_from_env_records_the_bridges_fingerprint(stack, toy):
     fingerprint = toy.task_fingerprint()
     assert isinstance(fingerprint, str) and len(fingerprint) == 64
     assert stack.task_fingerprint() == fingerprint  # a stack reports its bridge's
-    spec = stack.spec()
+    spec = HarnessSpec.from_env(stack)
     assert spec.bridge.fingerprint == fingerprint
     assert spec.to_dict()["bridge"]["fingerprint"] == fingerprint
     assert HarnessSpec.from_json(spec.to_json()) == spec
 
 
 def test_the_fingerprint_is_part_of_the_spec_id(toy):
-    pinned = toy.spec()
+    pinned = HarnessSpec.from_env(toy)
     unpinned = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
     assert pinned.spec_id != unpinned.spec_id
     assert "fingerprint" not in unpinned.to_dict()["bridge"]
@@ -294,7 +322,7 @@ def test_a_refused_bridge_is_closed(monkeypatch):
 
 def test_a_bridge_that_cannot_say_records_none_and_cannot_check_a_pin(monkeypatch):
     tracked = _Tracked(monkeypatch, None)
-    spec = tracked.cls("4-4-10-10").spec()
+    spec = HarnessSpec.from_env(tracked.cls("4-4-10-10"))
     assert spec.bridge.fingerprint is None and "fingerprint" not in spec.to_dict()["bridge"]
     spec.build()  # nothing to check
     pinned = HarnessSpec(BridgeSpec("tracked", "4-4-10-10", {}, OTHER))
@@ -305,7 +333,7 @@ def test_a_bridge_that_cannot_say_records_none_and_cannot_check_a_pin(monkeypatc
 def test_a_malformed_bridge_fingerprint_is_a_spec_error(monkeypatch):
     tracked = _Tracked(monkeypatch, "not-a-hash")
     with pytest.raises(SpecError, match=r"Tracked.task_fingerprint\(\) returned 'not-a-hash'"):
-        tracked.cls("4-4-10-10").spec()
+        HarnessSpec.from_env(tracked.cls("4-4-10-10"))
 
 
 def test_a_links_second_spec_is_pinned_too(toy, make_toy):
@@ -313,7 +341,7 @@ def test_a_links_second_spec_is_pinned_too(toy, make_toy):
 
     second = make_toy("3-3-8-8")
     link = Link(toy, second)
-    data = json.loads(link.spec().to_json())
+    data = json.loads(HarnessSpec.from_env(link).to_json())
     nested = data["components"][0]["config"]["second"]
     assert nested["bridge"]["fingerprint"] == second.task_fingerprint()
     assert data["bridge"]["fingerprint"] == toy.task_fingerprint()
@@ -340,12 +368,12 @@ def test_accepted_specs_and_trajectories_carry_the_fingerprint(stack, toy):
             return self.queue.pop(0)
 
     fingerprint = toy.task_fingerprint()
-    accepted = stack.spec().with_lineage(Lineage(task="4-4-10-10", notes="accepted"))
+    accepted = HarnessSpec.from_env(stack).with_lineage(Lineage(task="4-4-10-10", notes="accepted"))
     assert json.loads(accepted.to_json())["bridge"]["fingerprint"] == fingerprint
     trajectory = rollout(stack, Script([combine("100", "-", "4"), combine("96", "/", "4")]))
     assert trajectory.success
     assert trajectory.spec["bridge"]["fingerprint"] == fingerprint
-    assert trajectory.spec_id == stack.spec().spec_id
+    assert trajectory.spec_id == HarnessSpec.from_env(stack).spec_id
     restored = Trajectory.from_json(trajectory.to_json())
     assert HarnessSpec.from_dict(restored.spec).bridge.fingerprint == fingerprint
 
@@ -356,12 +384,14 @@ def test_pinned_records_the_fingerprint_of_a_hand_written_spec(toy, make_toy):
     by_hand = HarnessSpec(BridgeSpec("toy24", "4-4-10-10"))
     pinned = by_hand.pinned()
     assert pinned.bridge.fingerprint == toy.task_fingerprint()
-    assert pinned == toy.spec() and pinned.pinned() == pinned
+    assert pinned == HarnessSpec.from_env(toy) and pinned.pinned() == pinned
     # what is derived from a pinned base (a rig's candidates) carries it
-    derived = HarnessSpec(pinned.bridge, Setups(toy, [combine("10", "*", "10")]).spec().components)
+    derived = HarnessSpec(
+        pinned.bridge, HarnessSpec.from_env(Setups(toy, [combine("10", "*", "10")])).components
+    )
     assert derived.to_dict()["bridge"]["fingerprint"] == toy.task_fingerprint()
     # a Link's second spec, written by hand, is pinned too
-    link = Link(toy, make_toy("3-3-8-8")).spec()
+    link = HarnessSpec.from_env(Link(toy, make_toy("3-3-8-8")))
     data = link.to_dict()
     data.pop("spec_id")
     data["bridge"].pop("fingerprint")
@@ -376,7 +406,7 @@ def test_pinned_records_the_fingerprint_of_a_hand_written_spec(toy, make_toy):
 
 
 def test_editing_a_specs_dict_leaves_the_spec_alone(stack):
-    spec = stack.spec()
+    spec = HarnessSpec.from_env(stack)
     before = spec.spec_id
     data = spec.to_dict()
     data["bridge"]["options"]["x"] = 1

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from envharness import load_bridge  # noqa: E402
 from envharness.errors import SpecError  # noqa: E402
-from envharness.harness import Rules  # noqa: E402
+from envharness.harness import HarnessSpec, Rules  # noqa: E402
 from envharness.integrations import skyrl as adapter  # noqa: E402
 from envharness.sandbox.check import rules_sha256  # noqa: E402
 
@@ -115,7 +115,7 @@ def test_invalid_actions_use_turns():
 
 def test_a_hostile_rules_layer_cannot_change_the_reward():
     ruled = Rules(load_bridge("toy24", task_id=TASK), CLAIM_SUCCESS)
-    (extras,) = adapter.dataset_rows(specs=[ruled.spec()])
+    (extras,) = adapter.dataset_rows(specs=[HarnessSpec.from_env(ruled)])
     ruled.close()
     _, _, outputs, _ = play({**extras, "max_turns": 3}, LOSE)
     assert "SUCCESS" in outputs[-1]["observations"][0]["content"]  # the model is told it won
@@ -163,7 +163,7 @@ class _Rules:
         raise ValueError("boom")
 """
     ruled = Rules(load_bridge("toy24", task_id=TASK), code)
-    (extras,) = adapter.dataset_rows(specs=[ruled.spec()])
+    (extras,) = adapter.dataset_rows(specs=[HarnessSpec.from_env(ruled)])
     ruled.close()
     _, _, outputs, metrics = play(extras, WIN)
     assert len(outputs) == 1 and outputs[0]["done"] and outputs[0]["reward"] == 0.0
@@ -192,7 +192,7 @@ def test_dataset_rows_and_registration(tmp_path):
     assert json.loads(rows[0]["spec"])["bridge"]["task_id"] == TASK
     (tmp_path / "accepted").mkdir()
     (tmp_path / "accepted" / f"{TASK}.json").write_text(
-        load_bridge("toy24", task_id=TASK).spec().to_json()
+        HarnessSpec.from_env(load_bridge("toy24", task_id=TASK)).to_json()
     )
     assert len(adapter.dataset_rows(run=tmp_path)) == 1
     with pytest.raises(SpecError, match="exactly one dataset source"):

@@ -210,7 +210,7 @@ def test_a_hostile_rules_layer_cannot_change_the_reward():
 def test_rows_from_a_rig_runs_accepted_specs(tmp_path):
     ruled = Rules(load_bridge("toy24", task_id=TASK), CLAIM_SUCCESS)
     (tmp_path / "accepted").mkdir()
-    (tmp_path / "accepted" / f"{TASK}.json").write_text(ruled.spec().to_json())
+    (tmp_path / "accepted" / f"{TASK}.json").write_text(HarnessSpec.from_env(ruled).to_json())
     ruled.close()
     rows = adapter.spec_rows(run=tmp_path, seeds=[0, 1])
     assert [row["seed"] for row in rows] == [0, 1]
@@ -237,7 +237,7 @@ def test_dataset_sources_are_checked(tmp_path):
 
 
 def test_a_spec_that_does_not_build_is_refused_when_the_tasks_load():
-    spec = load_bridge("toy24", task_id=TASK).spec().to_dict()
+    spec = HarnessSpec.from_env(load_bridge("toy24", task_id=TASK)).to_dict()
     del spec["spec_id"]
     code = "x = 1\n"  # no _Rules class: the static check refuses it when Rules is built
     spec["components"] = [
@@ -257,7 +257,7 @@ class _Rules:
         raise ValueError("boom")
 """
     ruled = Rules(load_bridge("toy24", task_id=TASK), code)
-    spec = ruled.spec()
+    spec = HarnessSpec.from_env(ruled)
     ruled.close()
     env = adapter.load_environment(specs=[spec])
     episode, _ = evaluate(env, WIN)  # returns: verifiers records the failure on the trace

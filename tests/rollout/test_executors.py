@@ -85,9 +85,9 @@ def crashing():
 
 
 def test_request_keeps_a_json_copy_of_the_spec_and_compares_by_id_seed_budget():
-    spec = Setups(
-        toy().build(), [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}]
-    ).spec()
+    spec = HarnessSpec.from_env(
+        Setups(toy().build(), [{"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}])
+    )
     from_object = RolloutRequest(spec, 3, 12)
     from_dict = RolloutRequest(spec.to_dict(), 3, 12)
     assert from_object == from_dict and hash(from_object) == hash(from_dict)

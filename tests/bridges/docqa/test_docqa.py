@@ -498,7 +498,7 @@ def test_a_spec_pointed_at_a_forged_answer_key_is_refused(make, tmp_path):
     forged.step(answer("anything"))
     assert forged.evaluate().success  # the forgery works on an unpinned env
     real = make()
-    data = json.loads(Setups(real, [search("employees year end")]).spec().to_json())
+    data = json.loads(HarnessSpec.from_env(Setups(real, [search("employees year end")])).to_json())
     assert data["bridge"]["fingerprint"] == real.task_fingerprint()
     data.pop("spec_id")  # the forger re-derives the id after the edit
     data["bridge"]["options"]["tasks_file"] = str(forged_file)

@@ -61,7 +61,7 @@ def bare() -> HarnessSpec:
 def rules_spec(code: str) -> HarnessSpec:
     env = Rules(load_bridge("toy24", task_id=TASK), code)
     try:
-        return env.spec()
+        return HarnessSpec.from_env(env)
     finally:
         env.close()
 
