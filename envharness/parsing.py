@@ -31,7 +31,7 @@ from envharness._pyparse import parse
 from envharness.core import Action, ToolSpec
 from envharness.errors import InvalidActionError
 
-__all__ = ["parse_action", "tool_usage"]
+__all__ = ["find_json_object", "parse_action", "tool_lines", "tool_usage"]
 
 _CALL = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*\((.*)\)$", re.DOTALL)
 _FIRST_WORD = re.compile(r"^(\S+)\s*(.*)$", re.DOTALL)
@@ -53,6 +53,54 @@ def tool_usage(tool: ToolSpec) -> str:
     for name in tool.parameters.get("properties", {}):
         words.append(f"<{name}>" if name in required else f"[<{name}>]")
     return " ".join(words)
+
+
+def tool_lines(tools: Sequence[ToolSpec], *, full: bool = False) -> list[str]:
+    r"""One line per tool: its :func:`tool_usage`, a colon and its description.
+
+    Args:
+        tools: The tools to list.
+        full: Keep the whole description (on one line); by default only its first line.
+
+    Example:
+        >>> tool_lines([ToolSpec("undo", "Take back the last move.\nCosts a step.")])
+        ['undo: Take back the last move.']
+    """
+    lines = []
+    for tool in tools:
+        text = tool.description.strip()
+        about = " ".join(text.split()) if full else (text.splitlines() or [""])[0].strip()
+        lines.append(f"{tool_usage(tool)}: {about}" if about else tool_usage(tool))
+    return lines
+
+
+def find_json_object(text: str, prefer: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` with one of the ``prefer`` keys, else the first at all.
+
+    Objects may sit anywhere in the text (in prose, in a code fence); every ``{`` is tried as the
+    start of one, so an object nested in another is found as well.
+
+    Example:
+        >>> find_json_object('I think {"x": 1} then {"tool": "undo"}', prefer=("tool",))
+        {'tool': 'undo'}
+        >>> find_json_object("no object here") is None
+        True
+    """
+    decoder = json.JSONDecoder()
+    first: dict[str, Any] | None = None
+    position = text.find("{")
+    while position >= 0:
+        try:
+            value, _ = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            if any(key in value for key in prefer):
+                return value
+            if first is None:
+                first = value
+        position = text.find("{", position + 1)
+    return first
 
 
 def _all_usages(tools: Sequence[ToolSpec]) -> str:

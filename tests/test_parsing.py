@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from envharness import Action, InvalidActionError, ToolSpec
-from envharness.parsing import parse_action, tool_usage
+from envharness.parsing import find_json_object, parse_action, tool_lines, tool_usage
 
 COMBINE = ToolSpec(
     "combine",
@@ -160,6 +160,28 @@ def test_tool_usage():
     assert tool_usage(COMBINE) == "combine <a> <op> <b>"
     assert tool_usage(UNDO) == "undo"
     assert tool_usage(TYPED) == "move <row> [<speed>] [<fast>] [<tags>] [<meta>] [<note>]"
+
+
+def test_tool_lines_give_the_usage_and_the_description():
+    about = ToolSpec("look", "Look around.\n  Costs   no step.")
+    assert tool_lines([about, ToolSpec("wait", "")]) == ["look: Look around.", "wait"]
+    assert tool_lines([about], full=True) == ["look: Look around. Costs no step."]
+
+
+# -- JSON objects in prose -------------------------------------------------------------------------
+
+
+def test_a_preferred_object_wins_over_an_earlier_one():
+    text = 'Plan: {"note": 1}. Now {"tool": "undo", "args": {}} and {"tool": "other"}'
+    assert find_json_object(text, prefer=("tool",)) == {"tool": "undo", "args": {}}
+    assert find_json_object(text) == {"note": 1}
+
+
+def test_an_object_nested_in_another_is_found_and_broken_ones_skipped():
+    assert find_json_object('{"broken": } {"wrap": {"direction": "harden"}}', ("direction",)) == {
+        "direction": "harden"
+    }
+    assert find_json_object("[1, 2] and {not json}") is None
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from envharness.errors import DependencyNotInstalled, EnvHarnessError, SpecError
 from envharness.gym import TextActionSession
 from envharness.harness.spec import HarnessSpec
 from envharness.integrations._specs import check_seeds, read_spec, specs_from
-from envharness.parsing import tool_usage
+from envharness.parsing import tool_lines
 
 try:
     import skyrl_gym
@@ -107,7 +107,7 @@ def _positive_int(value: Any, name: str) -> int | None:
 
 
 def _tools_text(tools: Sequence[ToolSpec]) -> str:
-    return "\n".join(f"- {tool_usage(tool)}: {tool.description}".rstrip(": ") for tool in tools)
+    return "\n".join(f"- {line}" for line in tool_lines(tools, full=True))
 
 
 class EnvHarnessTextEnv(BaseTextEnv):

@@ -26,7 +26,7 @@ from envharness.errors import (
     InvalidActionError,
     PolicyError,
 )
-from envharness.parsing import parse_action
+from envharness.parsing import find_json_object, parse_action
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
@@ -361,25 +361,6 @@ def _check_model_object(model: object) -> None:
         )
 
 
-def _find_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` that names a tool (else the first object at all)."""
-    decoder = json.JSONDecoder()
-    first: dict[str, Any] | None = None
-    position = text.find("{")
-    while position >= 0:
-        try:
-            value, _ = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            if "tool" in value or "name" in value:
-                return value
-            if first is None:
-                first = value
-        position = text.find("{", position + 1)
-    return first
-
-
 def _action_lines(text: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The lines of ``text`` that start with a tool's name, labels and backticks removed."""
     names = {tool.name for tool in tools}
@@ -413,7 +394,7 @@ def read_text_action(text: str, tools: Sequence[ToolSpec]) -> Action:
         >>> read_text_action('Multiply first.\nAction: combine(a="10", op="*", b="10")', [combine])
         Action(tool='combine', args={'a': '10', 'op': '*', 'b': '10'})
     """
-    data = _find_json_object(text)
+    data = find_json_object(text, prefer=("tool", "name"))
     if data is not None and ("tool" in data or "name" in data):
         return parse_action(json.dumps(data), tools)
     lines = _action_lines(text, tools)

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envharness.tokens import estimate_tokens
+
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-__all__ = ["ContextLimits", "bounded_context", "message_tokens"]
+__all__ = ["ContextLimits", "bounded_context", "message_chars", "message_tokens"]
 
-_CHARS_PER_TOKEN = 4
 _STUB_CHARS = 80
 _OLD_REPLY_CHARS = 300
 _LEFT_OUT = "({count} earlier steps are left out of this conversation to save space.)"
@@ -50,14 +51,15 @@ def message_tokens(messages: Sequence[BaseMessage]) -> int:
         >>> message_tokens([HumanMessage(content="x" * 40)])
         10
     """
-    return sum(_chars(message) for message in messages) // _CHARS_PER_TOKEN
+    return estimate_tokens(sum(message_chars(message) for message in messages))
 
 
 def _is_reply(message: BaseMessage) -> bool:
     return message.type == "ai"
 
 
-def _chars(message: BaseMessage) -> int:
+def message_chars(message: BaseMessage) -> int:
+    """The characters of a message's text and of its tool calls' names and arguments."""
     content = message.content
     size = len(content) if isinstance(content, str) else sum(len(str(p)) for p in content)
     for call in getattr(message, "tool_calls", None) or ():

@@ -21,18 +21,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from envharness.errors import EnvHarnessError
+from envharness.rollout.chat_context import message_tokens
 
 __all__ = ["FakeToolCallingModel"]
 
 _OUTPUT_TOKENS = 5
-_CHARS_PER_TOKEN = 4
-
-
-def _content_chars(message: BaseMessage) -> int:
-    content = message.content
-    if isinstance(content, str):
-        return len(content)
-    return sum(len(str(part)) for part in content)
 
 
 class FakeToolCallingModel(BaseChatModel):
@@ -49,8 +42,9 @@ class FakeToolCallingModel(BaseChatModel):
       conversation, for replies that depend on what the model was shown;
     - an exception instance: raised, to test how callers handle a failing model.
 
-    Every reply carries ``usage_metadata``: ``input_tokens`` = the characters of the messages
-    sent // 4, ``output_tokens`` = 5 (unless the given ``AIMessage`` has its own).
+    Every reply carries ``usage_metadata``: ``input_tokens`` = the estimate of
+    :func:`~envharness.rollout.chat_context.message_tokens` for the messages sent,
+    ``output_tokens`` = 5 (unless the given ``AIMessage`` has its own).
     ``bind_tools`` returns the model itself and records the tools in OpenAI form
     (:attr:`bound_tools`); with ``tool_calling=False`` it raises ``NotImplementedError`` like a
     model without native tool calling. Every list of messages received is kept in :attr:`calls`.
@@ -132,7 +126,7 @@ class FakeToolCallingModel(BaseChatModel):
             raise entry
         message = self._to_message(entry, index)
         if message.usage_metadata is None:
-            inputs = sum(_content_chars(m) for m in messages) // _CHARS_PER_TOKEN
+            inputs = message_tokens(messages)
             message.usage_metadata = {
                 "input_tokens": inputs,
                 "output_tokens": _OUTPUT_TOKENS,

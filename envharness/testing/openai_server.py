@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from envharness.tokens import estimate_tokens
+
 __all__ = [
     "ChatRequest",
     "OpenAIServer",
@@ -67,7 +69,6 @@ __all__ = [
 ]
 
 _HOST = "127.0.0.1"
-_CHARS_PER_TOKEN = 4
 _COUNTER_LOCK = threading.Lock()
 _NUMBERS = itertools.count(1)  # completion ids and tool-call ids, unique in the process
 
@@ -516,8 +517,8 @@ def _completion(request: ChatRequest, reply: Reply) -> dict[str, Any]:
     shown = json.dumps(request.messages) + (json.dumps(request.tools) if request.tools else "")
     written = (reply.content or "") + "".join(c["function"]["arguments"] for c in calls)
     usage = {
-        "prompt_tokens": len(shown) // _CHARS_PER_TOKEN,
-        "completion_tokens": max(1, len(written) // _CHARS_PER_TOKEN),
+        "prompt_tokens": estimate_tokens(shown),
+        "completion_tokens": max(1, estimate_tokens(written)),
     }
     usage.update({k: int(v) for k, v in dict(reply.usage or {}).items()})
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

@@ -13,7 +13,6 @@ messages the same on every provider (and on models that only answer in text).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from envharness.graph.designer.models import model_label, resolve_model, run_con
 from envharness.graph.designer.prompting import diagnoser_system_prompt, diagnoser_task_prompt
 from envharness.graph.objective import Objective
 from envharness.graph.records import DIRECTIONS, Diagnosis, Weakness
+from envharness.parsing import find_json_object
 from envharness.rollout.stats import RolloutStats
 from envharness.rollout.trajectory import Trajectory
 from envharness.schema import check_arguments
@@ -165,24 +165,6 @@ def read_report(data: Any, episodes: int) -> tuple[dict[str, Any] | None, list[s
     return (None, problems) if problems else (report, [])
 
 
-def _json_object(text: str) -> Any:
-    """The first JSON object in ``text`` with a ``direction`` key (else the first object)."""
-    decoder = json.JSONDecoder()
-    first = None
-    position = text.find("{")
-    while position >= 0:
-        try:
-            value, _ = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            if "direction" in value:
-                return value
-            first = value if first is None else first
-        position = text.find("{", position + 1)
-    return first
-
-
 def _extract(reply: AIMessage) -> tuple[Any, str | None]:
     """The reported object from a reply, or why there is none."""
     name = DIAGNOSIS_TOOL.name
@@ -192,7 +174,7 @@ def _extract(reply: AIMessage) -> tuple[Any, str | None]:
     for call in reply.invalid_tool_calls:
         if call.get("name") in (name, None):
             return None, f"the arguments of your {name} call are not valid JSON: {call.get('args')}"
-    data = _json_object(reply.text)
+    data = find_json_object(reply.text, prefer=("direction",))
     if data is not None:
         return data, None
     others = [str(call.get("name")) for call in reply.tool_calls]

@@ -28,10 +28,10 @@ from envharness.graph.designers.protocol import DEFAULT_FEEDBACK_BUDGET, PastAtt
 from envharness.graph.records import Candidate, Verdict
 from envharness.rollout.stats import RolloutStats, failure_category
 from envharness.rollout.trajectory import Trajectory
+from envharness.tokens import budget_chars
 
-__all__ = ["CHARS_PER_TOKEN", "pick_episodes", "render_attempt", "render_feedback"]
+__all__ = ["pick_episodes", "render_attempt", "render_feedback"]
 
-CHARS_PER_TOKEN = 4
 """Characters counted per token of the feedback budget."""
 
 _EPISODE_CHARS = 2500  # the most one validation episode may fill before any cut
@@ -320,11 +320,11 @@ def render_feedback(
 
     Args:
         past: The earlier attempts, oldest first.
-        budget: Tokens (:data:`CHARS_PER_TOKEN` characters each) the text may fill.
+        budget: Tokens (estimated as in :mod:`envharness.tokens`) the text may fill.
     """
     if not past:
         return None
-    limit = max(1, budget) * CHARS_PER_TOKEN
+    limit = budget_chars(max(1, budget))
     blocks = [_parts(p, i == len(past) - 1) for i, p in enumerate(past)]
 
     def size() -> int:

@@ -25,15 +25,16 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envharness.core import Action, ToolSpec
+from envharness.core import Action
 from envharness.errors import RiggerError
 from envharness.graph.heuristic.design_context import DesignContext
 from envharness.graph.heuristic.rules_code import DROP_KNOB, RulePart, parts_of, render_rules
 from envharness.graph.judge.calibration import Knob
 from envharness.graph.records import Candidate
+from envharness.parsing import tool_lines
 
 DROP_MAX = 0.9
 """The largest drop probability the calibrated ``DROP_P`` knob may reach."""
@@ -54,7 +55,6 @@ __all__ = [
     "setups_success_prefix",
     "stage_is_scaffold",
     "success_actions",
-    "tool_usage_lines",
     "truncate_observation",
     "volatile_keys",
 ]
@@ -114,24 +114,6 @@ def volatile_keys(schema: Mapping[str, Any]) -> list[str]:
 
     walk(schema)
     return sorted(found)
-
-
-def tool_usage_lines(tools: Iterable[ToolSpec]) -> list[str]:
-    """One usage line per tool: ``name(a, op, b?): first line of its description``.
-
-    Example:
-        >>> tool_usage_lines([ToolSpec("undo", "Take back the last move.")])
-        ['undo(): Take back the last move.']
-    """
-    lines = []
-    for tool in tools:
-        properties = tool.parameters.get("properties") or {}
-        required = set(tool.parameters.get("required") or ())
-        names = [name if name in required else f"{name}?" for name in properties]
-        summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-        call = f"{tool.name}({', '.join(names)})"
-        lines.append(f"{call}: {summary}" if summary else call)
-    return lines
 
 
 def success_actions(context: DesignContext) -> list[dict[str, Any]]:
@@ -259,7 +241,7 @@ def answer_invalid_with_options(context: DesignContext, max_options: int = 20) -
         {
             "markers": INVALID_MARKERS,
             "options_key": "admissible_commands",
-            "tool_lines": tool_usage_lines(context.tools),
+            "tool_lines": tool_lines(context.tools),
             "volatile": volatile_keys(context.state_schema),
             "max_options": max_options,
         },

@@ -166,10 +166,10 @@ def test_answer_invalid_lists_the_tools_on_toy24(toy):
     _, (valid, invalid) = play(toy_rules(candidate), [TIMES, bad])
     assert "That did not work" not in valid.observation
     assert invalid.observation.startswith("Invalid action: 7 is not one of the numbers left")
-    assert "That did not work. The tools you can call:\n- combine(a, op, b): Combine" in (
+    assert "That did not work. The tools you can call:\n- combine <a> <op> <b>: Combine" in (
         invalid.observation
     )
-    assert "- undo(): Take back the last combine" in invalid.observation
+    assert "- undo: Take back the last combine" in invalid.observation
 
 
 def test_answer_invalid_prefers_the_state_s_admissible_commands(fake):
@@ -186,7 +186,7 @@ def test_answer_invalid_prefers_the_state_s_admissible_commands(fake):
     assert wrong.observation.endswith("Valid commands now:\n- say hello\n- noop")
     plain = Rules(FakeEnv(), code)
     _, (result,) = play(plain, [{"tool": "noop", "args": {}}])
-    assert "- say(text): Say something out loud." in result.observation
+    assert "- say <text>: Say something out loud." in result.observation
 
 
 def test_answer_invalid_arguments(toy):
@@ -406,10 +406,6 @@ def test_every_rules_template_runs_on_toy24_and_fake_env(toy, fake):
 
 
 def test_helpers():
-    assert t.tool_usage_lines(FakeEnv().tools()) == [
-        "say(text): Say something out loud.",
-        "noop(): Do nothing.",
-    ]
     keys = t.volatile_keys(
         {"properties": {"inner": {"properties": {"turn_count": {"type": "integer"}}}}}
     )

@@ -16,6 +16,7 @@ from envharness.rollout.chat import (
     check_model_string,
     model_providers,
 )
+from envharness.rollout.chat_context import message_tokens
 from envharness.testing import FakeEnv, FakeToolCallingModel
 
 TEN_TIMES_TEN = {"tool": "combine", "args": {"a": "10", "op": "*", "b": "10"}}
@@ -148,7 +149,7 @@ def test_usage_is_summed_over_the_episode(toy):
     with pytest.raises(InvalidActionError):
         policy.act("next")
     policy.act("next")
-    inputs = sum(sum(len(m.content) for m in call) // 4 for call in model.calls)
+    inputs = sum(message_tokens(call) for call in model.calls)  # the fake model's estimate
     assert policy.usage() == {
         "input_tokens": inputs,
         "output_tokens": 15,
