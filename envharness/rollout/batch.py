@@ -157,12 +157,15 @@ def run_batch(
     first_of_key: dict[str, int] = {}
     copies: dict[int, int] = {}
     for i, request in enumerate(requests):
+        if store is None:  # nothing to resume from or to deduplicate against
+            todo.append(i)
+            continue
         key = request.key(name)
-        stored = store.get(key) if store is not None else None
+        stored = store.get(key)
         if stored is not None:
             _check_budget(store, key, stored, request)
             results[i] = stored
-        elif store is not None and key in first_of_key:
+        elif key in first_of_key:
             copies[i] = first_of_key[key]
         else:
             first_of_key[key] = i

@@ -38,9 +38,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
-import copy
 import logging
-import math
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.spawn
@@ -48,7 +46,6 @@ import os
 import pickle
 import threading
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
@@ -68,6 +65,7 @@ from envharness.rollout.jobs import (
 )
 from envharness.rollout.lifeline import exit_with
 from envharness.rollout.policy import PolicyFactory, describe_policy
+from envharness.rollout.scheduling import JobPlanner, SingleJobs
 from envharness.rollout.trajectory import Trajectory
 
 __all__ = [
@@ -84,7 +82,6 @@ ExecutorKind = Literal["process", "thread", "inline"]
 """Where a :class:`LocalExecutor` runs rollouts."""
 
 _KINDS = ("process", "thread", "inline")
-_CHUNKS_PER_WORKER = 4  # a job is at most 1/4 of a worker's share of what is left
 _MAX_AUTO_CHUNK = 32  # beyond this, one lost worker costs many re-runs for little gain
 _FORKSERVER_PRELOAD = ["cloudpickle", "envharness.rollout.executors"]  # and all they import
 _MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
@@ -117,8 +114,7 @@ def _share_specs(requests: list[RolloutRequest]) -> list[RolloutRequest]:
     for request in requests:
         spec = shared.setdefault(request.spec_id, request.spec)
         if spec is not request.spec:
-            request = copy.copy(request)
-            object.__setattr__(request, "spec", spec)  # equal content: the spec id is the same
+            request = request.with_shared_spec(spec)  # equal content: the spec id is the same
         out.append(request)
     return out
 
@@ -190,7 +186,7 @@ class Executor(ABC):
 
     Args:
         chunksize: Requests per job; ``None`` sizes jobs from what is left of the batch and the
-            workers (see ``_plan``; 1 for threads and inline, where chunks buy nothing).
+            workers (see ``_planner``; 1 for threads and inline, where chunks buy nothing).
 
     Raises:
         ValueError: If ``chunksize`` is not a positive int or ``None``.
@@ -261,25 +257,17 @@ class Executor(ABC):
         """The largest job the automatic chunking makes (1 turns chunking off)."""
         return _MAX_AUTO_CHUNK
 
-    def _plan(self, n: int) -> list[list[int]]:
-        """Splits request indices ``0..n-1`` into jobs, in order.
+    def _planner(self, n: int) -> JobPlanner:
+        """Cuts request indices ``0..n-1`` into jobs (see :mod:`envharness.rollout.scheduling`).
 
         A fixed ``chunksize`` gives equal jobs. Otherwise jobs shrink as the batch drains
-        (guided scheduling): each takes a quarter of a worker's share of the requests left, at
-        most ``_max_chunk()``, so the first jobs amortize the messaging and the last ones keep
-        every worker busy to the end.
+        (guided scheduling, at most ``_max_chunk()``), but not below 20 ms of work at the rate
+        seen so far, so the first jobs amortize the messaging and the last ones keep every
+        worker busy to the end.
         """
-        plan: list[list[int]] = []
-        start = 0
-        while start < n:
-            if self.chunksize is not None:
-                size = self.chunksize
-            else:
-                share = math.ceil((n - start) / (self.workers * _CHUNKS_PER_WORKER))
-                size = max(1, min(self._max_chunk(), share))
-            plan.append(list(range(start, min(n, start + size))))
-            start += size
-        return plan
+        return JobPlanner(
+            n, workers=self.workers, chunksize=self.chunksize, max_chunk=self._max_chunk()
+        )
 
     # -- machinery ----------------------------------------------------------------------------
 
@@ -325,29 +313,31 @@ class Executor(ABC):
         registrations = self._registrations(requests, policy_factory)
         self._start()
         batch = _Batch(requests, policy_factory, name, step_timeout, registrations, on_result)
-        plan = self._plan(len(requests))
+        planner = self._planner(len(requests))
         width = self._max_in_flight()
-        while plan:  # each round narrows down which requests killed their workers
-            singles = all(len(job) == 1 for job in plan)
-            suspects = self._drive(batch, plan, width)
-            plan = [[index] for index in suspects]
+        suspects = self._drive(batch, planner, width)
+        singles = planner.largest_job == 1
+        while suspects:  # each round narrows down which requests killed their workers
             if singles:
                 width = 1  # one request in flight: a death can only be its own
+            suspects = self._drive(batch, SingleJobs(suspects), width)
+            singles = True
         return _all_results(batch.results)
 
-    def _drive(self, batch: _Batch, plan: list[list[int]], width: int) -> list[int]:
-        """Runs ``plan``; returns the requests that were lost with a worker but not pinned."""
-        pending = deque(plan)
+    def _drive(self, batch: _Batch, pending: JobPlanner | SingleJobs, width: int) -> list[int]:
+        """Runs the jobs ``pending`` hands out; returns the requests lost with a worker."""
         in_flight: dict[Any, list[int]] = {}
         suspects: list[int] = []
         try:
             while pending or in_flight:
                 while pending and len(in_flight) < width:
-                    indices = pending.popleft()
+                    indices = pending.next_job()
                     in_flight[self._submit(batch.job(indices))] = indices
                 lost: list[tuple[list[int], WorkerLost]] = []
                 for handle in self._wait(list(in_flight)):
-                    self._settle(batch, handle, in_flight.pop(handle), lost)
+                    indices = in_flight.pop(handle)
+                    self._settle(batch, handle, indices, lost)
+                    pending.completed(len(indices))
                 if not lost:
                     continue
                 if not self.isolated_failures:  # the whole pool went down with the worker

@@ -137,6 +137,17 @@ class RolloutRequest:
         """The :class:`~envharness.rollout.store.RunStore` key of this request for ``policy``."""
         return RunStore.key(self.spec_id, policy, self.seed)
 
+    def with_shared_spec(self, spec: dict[str, Any]) -> RolloutRequest:
+        """This request holding ``spec``, an equal dict (same spec id) shared with others.
+
+        The spec is not checked again: the caller vouches that it is this request's spec.
+        """
+        twin = object.__new__(RolloutRequest)
+        for name, value in vars(self).items():
+            object.__setattr__(twin, name, value)
+        object.__setattr__(twin, "spec", spec)
+        return twin
+
 
 def failed_trajectory(
     request: RolloutRequest, policy: str, end_reason: str, error: str
@@ -286,7 +297,7 @@ def _play(job: WorkerJob, request: RolloutRequest, specs: dict[str, HarnessSpec]
 
 
 def run_worker_job(job: WorkerJob) -> list[str]:
-    """Runs a job's rollouts one after the other and returns each trajectory as a JSON line.
+    """Runs a job's rollouts one after the other and returns each trajectory as a compact JSON line.
 
     This is the function every executor runs in its workers (a process, a thread, a Ray task, or
     inline). It raises only for a job it cannot start (e.g. a registration that cannot be
@@ -307,13 +318,13 @@ def run_worker_job(job: WorkerJob) -> list[str]:
     for request in job.requests:
         trajectory = _play(job, request, specs)
         try:
-            lines.append(trajectory.to_json())
+            lines.append(trajectory.to_json(compact=True))
         except (TypeError, ValueError) as e:
             error = TrajectoryError(f"the trajectory cannot be written as JSON: {e}")
             failed = failed_trajectory(
                 request, job.policy_name, "env_error", _describe_error(error)
             )
-            lines.append(failed.to_json())
+            lines.append(failed.to_json(compact=True))
     return lines
 
 

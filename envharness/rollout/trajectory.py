@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
 from envharness.core import Action, Evaluation
@@ -156,12 +156,21 @@ class Trajectory:
         """
         return [_action_key(s.action) for s in self.steps]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The trajectory as a JSON-able dict."""
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """The trajectory as a JSON-able dict.
+
+        Args:
+            compact: Leave out each step's fields that hold their defaults (``reward`` 0.0,
+                ``blocked`` false, ``error`` null ...); :meth:`from_dict` reads both forms. Worker
+                processes send trajectories this way; files keep every field.
+        """
         # Built field by field: dataclasses.asdict deep-copies every step, which costs a third
         # of a short episode. Actions, usage and specs are plain JSON data, copied shallowly.
         data = {f.name: getattr(self, f.name) for f in _TRAJECTORY_FIELDS}
-        data["steps"] = [{f.name: getattr(s, f.name) for f in _STEP_FIELDS} for s in self.steps]
+        if compact:
+            data["steps"] = [_compact_step(s) for s in self.steps]
+        else:
+            data["steps"] = [{f.name: getattr(s, f.name) for f in _STEP_FIELDS} for s in self.steps]
         data["evaluation"] = self.evaluation.to_dict() if self.evaluation is not None else None
         data["usage"] = dict(self.usage)
         if self.skills is None:  # left out, so records of policies without skills stay as before
@@ -170,9 +179,13 @@ class Trajectory:
             data["skills"] = [dict(skill) for skill in self.skills]
         return data
 
-    def to_json(self) -> str:
-        """The trajectory as one line of JSON (NaN and infinities are refused)."""
-        return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+    def to_json(self, *, compact: bool = False) -> str:
+        """The trajectory as one line of JSON (NaN and infinities are refused).
+
+        Args:
+            compact: As in :meth:`to_dict`.
+        """
+        return json.dumps(self.to_dict(compact=compact), allow_nan=False, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trajectory:
@@ -212,3 +225,15 @@ class Trajectory:
 
 _STEP_FIELDS = fields(Step)
 _TRAJECTORY_FIELDS = fields(Trajectory)
+_STEP_DEFAULTS = tuple((f.name, f.default) for f in _STEP_FIELDS if f.default is not MISSING)
+_STEP_REQUIRED = tuple(f.name for f in _STEP_FIELDS if f.default is MISSING)
+
+
+def _compact_step(step: Step) -> dict[str, Any]:
+    """A step's fields without those that equal their default (of the same type)."""
+    data = {name: getattr(step, name) for name in _STEP_REQUIRED}
+    for name, default in _STEP_DEFAULTS:
+        value = getattr(step, name)
+        if not (value is default or (type(value) is type(default) and value == default)):
+            data[name] = value
+    return data

@@ -52,6 +52,28 @@ def test_json_round_trip_is_lossless():
     assert Trajectory.from_dict(json.loads(text)) == trajectory
 
 
+def test_the_compact_form_leaves_out_defaults_and_reads_back_the_same():
+    trajectory = full()
+    compact = json.loads(trajectory.to_json(compact=True))
+    first, blocked = compact["steps"][:2]
+    assert first == {
+        "index": 0,
+        "action": None,
+        "observation": "feedback",
+        "invalid": "invalid action: no tool call",
+        "policy_seconds": 0.5,
+    }
+    assert blocked["blocked"] is True and "terminated" not in blocked
+    assert len(trajectory.to_json(compact=True)) < len(trajectory.to_json())
+    assert Trajectory.from_json(trajectory.to_json(compact=True)) == trajectory
+
+
+def test_the_compact_form_keeps_a_value_of_another_type_than_its_default():
+    step = Step(0, None, "x", reward=0, terminated=True)  # an int 0 is not the default 0.0
+    data = Trajectory("t", "fake", "s", {}, 0, "p", steps=[step]).to_dict(compact=True)
+    assert data["steps"][0]["reward"] == 0 and type(data["steps"][0]["reward"]) is int
+
+
 def test_round_trip_without_evaluation():
     trajectory = Trajectory("t", "fake", "s", {}, 0, "p", end_reason="env_error", error="x")
     assert Trajectory.from_json(trajectory.to_json()) == trajectory
