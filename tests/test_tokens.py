@@ -15,7 +15,7 @@ def test_a_budget_and_its_estimate_agree():
     assert budget_chars(1) == CHARS_PER_TOKEN
 
 
-def test_every_budget_in_the_library_uses_the_one_estimate():
+def test_the_fake_chat_model_reports_the_policys_own_estimate():
     pytest.importorskip("langchain_core")
     from langchain_core.messages import AIMessage, HumanMessage
 

@@ -261,9 +261,10 @@ class Executor(ABC):
         """Cuts request indices ``0..n-1`` into jobs (see :mod:`envharness.rollout.scheduling`).
 
         A fixed ``chunksize`` gives equal jobs. Otherwise jobs shrink as the batch drains
-        (guided scheduling, at most ``_max_chunk()``), but not below 20 ms of work at the rate
-        seen so far, so the first jobs amortize the messaging and the last ones keep every
-        worker busy to the end.
+        (guided scheduling, at most ``_max_chunk()``), but not below
+        :data:`~envharness.rollout.scheduling.MIN_JOB_SECONDS` of work at the rate seen so far,
+        so the first jobs amortize the messaging and the last ones keep every worker busy to the
+        end.
         """
         return JobPlanner(
             n, workers=self.workers, chunksize=self.chunksize, max_chunk=self._max_chunk()
