@@ -1,9 +1,11 @@
 """Calibration of the shipped EnvRigger (heuristic designer): band coverage checked by an audit.
 
 Run: ``python benchmarks/rig_calibration.py [--cases toy24,tradeoff,auto,gym,textworld,alfworld]
-[--tasks 20] [--audit 100] [--concurrency 2] [--out PATH]``. Prints a table per case and writes
-``benchmarks/results/rig_calibration.json``, merged with the cases already in that file (running
-``--cases gym`` later adds gym to the file and keeps the toy24 results).
+[--tasks 20] [--audit 100] [--concurrency 2] [--skip 0] [--seed 0] [--out PATH]``. Prints a
+table per case and writes ``benchmarks/results/rig_calibration.json``, merged with the cases
+already in that file (running ``--cases gym`` later adds gym to the file and keeps the toy24
+results). ``--skip`` and ``--seed`` move the Toy24 rows to other tasks and seeds: tune the judge
+there (e.g. ``--skip 40 --seed 7 --out /tmp/dev.json``), report on the defaults.
 
 Every row rigs its tasks with the shipped graph, :func:`envharness.graph.run.rig` with
 ``designer="heuristic"``, into a fresh temporary run directory under ``/tmp`` (inline rollouts,
@@ -119,6 +121,7 @@ class Row:
     max_iterations: int = MAX_ITERATIONS
     audit: int = 100
     setting: str = ""
+    seed: int = SEED
 
     def settings(self, concurrency: int) -> dict[str, Any]:
         """The row's settings, as recorded in the JSON."""
@@ -136,7 +139,7 @@ class Row:
             "audit_rollouts": self.audit,
             "max_concurrency": concurrency,
             "executor": None,
-            "seed": SEED,
+            "seed": self.seed,
             "groups": [
                 {"tasks": g.tasks, "bridge_options": g.options, "siblings": g.siblings}
                 for g in self.groups
@@ -147,10 +150,13 @@ class Row:
 # -- task selection ---------------------------------------------------------------------------
 
 
-def pick(bridge: str, n: int, split: str = "train", **options: Any) -> Group:
-    """The first ``n`` tasks of ``split`` and the next 8 as siblings, as ``envharness rig``."""
+def pick(bridge: str, n: int, split: str = "train", skip: int = 0, **options: Any) -> Group:
+    """``n`` tasks of ``split`` after the first ``skip``, and the next 8 as siblings.
+
+    With ``skip=0`` these are the tasks and siblings ``envharness rig`` picks.
+    """
     every = list_tasks(bridge, split=split, **options)
-    chosen = every[:n]
+    chosen = every[skip : skip + n]
     siblings = [t for t in every if t not in chosen][:SIBLINGS]
     return Group(chosen, dict(options), siblings)
 
@@ -163,11 +169,14 @@ def alfworld_data() -> Path | None:
     return path if path.is_dir() else None
 
 
-def case_rows(case: str, n_tasks: int, audit: int) -> tuple[list[Row], str | None]:
-    """The rows of ``case``, or no rows and the reason the case is skipped."""
+def case_rows(case: str, n_tasks: int, audit: int, skip: int = 0) -> tuple[list[Row], str | None]:
+    """The rows of ``case``, or no rows and the reason the case is skipped.
+
+    ``skip`` moves the Toy24 rows to the tasks after the first ``skip`` (a development set).
+    """
     if case in ("toy24", "tradeoff", "auto"):
-        toy = pick("toy24", n_tasks)
-        task_set = f"train[:{n_tasks}]"
+        toy = pick("toy24", n_tasks, skip=skip)
+        task_set = f"train[{skip or ''}:{skip + n_tasks}]"
         if case == "toy24":
             return [
                 Row("toy24", task_set, f"oracle:{s}", [toy], audit=audit)
@@ -262,7 +271,7 @@ def rig_group(row: Row, group: Group, concurrency: int) -> tuple[list[dict[str, 
             k_validate=K_VALIDATE,
             max_iterations=row.max_iterations,
             siblings=list(group.siblings),
-            seed=SEED,
+            seed=row.seed,
         )
         clock = time.perf_counter()
         crashes: dict[str, str] = {}
@@ -547,7 +556,9 @@ def save(out: Path, name: str, case: dict[str, Any]) -> None:
 
 def run_case(name: str, args: argparse.Namespace) -> None:
     """Runs every row of one case, printing its table and saving after each row."""
-    rows, skipped = case_rows(name, args.tasks, args.audit)
+    rows, skipped = case_rows(name, args.tasks, args.audit, args.skip)
+    for row in rows:
+        row.seed = args.seed
     case: dict[str, Any] = {
         "machine": machine(),
         "code": code_version(),
@@ -604,6 +615,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=20, help="tasks per Toy24/ALFWorld row")
     parser.add_argument("--audit", type=int, default=100, help="audit rollouts (default 100)")
     parser.add_argument("--concurrency", type=int, default=2, help="tasks rigged at once")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="Toy24 rows rig the tasks after the first SKIP"
+    )
+    parser.add_argument("--seed", type=int, default=SEED, help=f"the rig seed (default {SEED})")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"default {RESULTS}")
     args = parser.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
