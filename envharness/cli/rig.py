@@ -312,6 +312,8 @@ def show(
             )
             if judgement.get("probability") is not None:
                 line += f", P(claim) = {judgement['probability']:.2f}"
+                if judgement.get("pooled_n"):
+                    line += f" under the knob model pooled over {judgement['pooled_n']} rollouts"
             if judgement.get("p_value") is not None:
                 line += f", Fisher p = {judgement['p_value']:.3g}"
             out.print(f"{line} (needed {judgement.get('confidence')})")

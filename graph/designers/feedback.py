@@ -146,6 +146,8 @@ def _judgement(judgement: dict[str, Any]) -> str:
             f"; P(claim) = {judgement['probability']:.2f}, needed >= "
             f"{judgement.get('confidence', 0):g}"
         )
+        if judgement.get("pooled_n"):
+            text += f" (knob model pooled over {judgement['pooled_n']} rollouts)"
     if judgement.get("p_value") is not None:
         text += f"; Fisher p = {judgement['p_value']:.2g}"
     if judgement.get("effect") is not None:

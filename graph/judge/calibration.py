@@ -32,9 +32,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from envharness.errors import RiggerError
 
-__all__ = ["Knob", "Point", "fit_logistic", "fit_steps", "predict", "propose_value"]
+__all__ = [
+    "Knob",
+    "Point",
+    "band_probability_at",
+    "fit_logistic",
+    "fit_steps",
+    "predict",
+    "propose_value",
+]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PRIOR_MEAN = (0.0, -4.0)
@@ -296,3 +306,55 @@ def _model_u(knob: Knob, points: Sequence[Point], aim: float, axis: str) -> floa
     if fit is None or fit[1] <= 1e-9:
         return None
     return (aim - fit[0]) / fit[1]
+
+
+_POSTERIOR_GRID = 201
+"""Grid points per axis of :func:`band_probability_at`'s posterior integration."""
+
+
+def _log_sigmoid(z: np.ndarray) -> np.ndarray:
+    return -np.logaddexp(0.0, -z)
+
+
+def band_probability_at(
+    knob: Knob, points: Sequence[Point], value: float, low: float, high: float
+) -> float | None:
+    """``P(low <= p(value) <= high)`` under the pooled logistic model's full posterior.
+
+    The posterior of ``(a, b)`` is the likelihood of every point times the priors of
+    :func:`fit_logistic`, restricted to ``b <= 0``; it is integrated on a
+    ``201 x 201`` grid spanning eight Laplace standard deviations around the MAP fit, and the
+    band's mass is the posterior share of grid points whose rate at ``value`` lies in the band.
+
+    Returns:
+        The probability, or ``None`` without data.
+    """
+    data = [(knob.scale(p.value), p.successes, p.n) for p in points if p.n]
+    if not data:
+        return None
+    if not 0.0 <= low <= high <= 1.0:
+        raise RiggerError(f"expected 0 <= low <= high <= 1, got {low}-{high}")
+    u_at = knob.scale(value)
+    a0, b0 = fit_logistic(data)
+    # The Laplace covariance at the MAP (free b) sizes the grid.
+    haa, hab, hbb = 1 / _PRIOR_SD[0] ** 2, 0.0, 1 / _PRIOR_SD[1] ** 2
+    for u, _, n in data:
+        q = _sigmoid(a0 + b0 * u)
+        w = n * q * (1 - q)
+        haa, hab, hbb = haa + w, hab + w * u, hbb + w * u * u
+    det = haa * hbb - hab * hab
+    sd_a, sd_b = math.sqrt(hbb / det), math.sqrt(haa / det)
+    b_hi = min(0.0, b0 + 8 * sd_b)
+    b_lo = min(b0 - 8 * sd_b, b_hi - 1e-3)
+    a = np.linspace(a0 - 8 * sd_a - 8 * sd_b, a0 + 8 * sd_a + 8 * sd_b, _POSTERIOR_GRID)
+    b = np.linspace(b_lo, b_hi, _POSTERIOR_GRID)
+    aa, bb = np.meshgrid(a, b, indexing="ij")
+    log_post = -0.5 * ((aa - _PRIOR_MEAN[0]) / _PRIOR_SD[0]) ** 2
+    log_post -= 0.5 * ((bb - _PRIOR_MEAN[1]) / _PRIOR_SD[1]) ** 2
+    for u, s, n in data:
+        z = aa + bb * u
+        log_post += s * _log_sigmoid(z) + (n - s) * _log_sigmoid(-z)
+    weight = np.exp(log_post - log_post.max())
+    rate = 1.0 / (1.0 + np.exp(-(aa + bb * u_at)))
+    inside = (rate >= low) & (rate <= high)
+    return float(weight[inside].sum() / weight.sum())

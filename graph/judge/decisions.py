@@ -238,6 +238,8 @@ class Judgement:
         confidence: The confidence the claim had to reach.
         steps_mean: Mean steps of the successful episodes.
         reason: The decision in a sentence a designer can act on.
+        pooled_n: For ``band-pooled`` (a knob setting accepted on the calibration model's
+            posterior), the rollouts of every setting the model pooled; ``None`` otherwise.
     """
 
     decision: Decision
@@ -253,6 +255,7 @@ class Judgement:
     confidence: float
     steps_mean: float | None
     reason: str
+    pooled_n: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The judgement as a plain (JSON-able) dict."""

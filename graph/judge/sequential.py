@@ -8,8 +8,19 @@ refines goes into the pool of everything sampled, the monotone model of
 :mod:`~envharness.graph.judge.calibration` proposes the next value, and the judge starts afresh
 there; so does a setting the pooled model (its own rollouts included) predicts more than a
 quarter of the band's width from the aim at a checkpoint (every two batches), or whose claim is
-still unlikely after four. A decision is only ever
-made on the rollouts of one setting, sampled after that setting was chosen.
+still unlikely after four.
+
+A success band is accepted either on the current setting's own rollouts (the judge's flat-prior
+rule) or, once that setting has :data:`MIN_FRESH_BATCHES` batches of its own drawn after it was
+chosen, on the pooled model's full posterior at that value
+(:func:`~envharness.graph.judge.calibration.band_probability_at`, method ``band-pooled``) when
+it reaches the confidence and the model's rate there lies inside the setting's own credible
+interval at :data:`AGREEMENT_LEVEL` (80%). The pooled posterior stays valid although earlier
+settings chose the value: which values were sampled depends only on rollouts already in the
+likelihood, so the adaptive design does not bias it; what it does rely on is the monotone
+logistic model, which the fresh batches at the accepted value must agree with and which
+``envharness audit`` checks on fresh seeds.
+Every other decision (refine, ``auto``, steps bands) is made on the rollouts of one setting.
 
 Example:
     >>> import random
@@ -28,16 +39,24 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from envharness.errors import RiggerError
-from envharness.graph.judge.calibration import Knob, Point, predict, propose_value
+from envharness.graph.judge.calibration import (
+    Knob,
+    Point,
+    band_probability_at,
+    predict,
+    propose_value,
+)
 from envharness.graph.judge.decisions import Judgement, JudgeSettings, Outcomes, judge
-from envharness.graph.judge.posterior import posterior
+from envharness.graph.judge.posterior import credible_interval, posterior
 from envharness.graph.objective import Objective
 
 __all__ = [
+    "AGREEMENT_LEVEL",
+    "MIN_FRESH_BATCHES",
     "BaselineSampler",
     "Sampler",
     "SettingRecord",
@@ -45,6 +64,13 @@ __all__ = [
     "knob_aim",
     "validate_candidate",
 ]
+
+MIN_FRESH_BATCHES = 2
+"""Batches a knob setting needs of its own before the pooled model may accept it."""
+
+AGREEMENT_LEVEL = 0.8
+"""The pooled model may accept a setting only if its rate there lies inside the setting's own
+central credible interval at this level (its fresh batches agree with the model)."""
 
 _ABANDON_BELOW = 0.3
 """A knob setting whose claim probability is below this after four batches is left
@@ -236,6 +262,9 @@ def validate_candidate(
         spent += per_batch * n
         reference = fresh_baseline if paired else baseline
         verdict = judge(objective, direction, current.outcomes, reference, settings)
+        if verdict.decision == "continue" and knob is not None and aim is not None:
+            verdict = _pooled_band(objective, knob, baseline, [*records, current], verdict,
+                                   settings)  # fmt: skip
         current.judgement = verdict
         if verdict.decision == "accept":
             return finish("accept")
@@ -248,10 +277,7 @@ def validate_candidate(
             if n_here < 2 * settings.batch or n_here % (2 * settings.batch):
                 continue  # checkpoints every two batches
         assert knob is not None and aim is not None
-        pool = _points(knob, [*records, current])
-        if knob.neutral is not None and baseline.n:  # the baseline is the knob at neutral
-            o = baseline
-            pool.insert(0, Point(knob.neutral, o.successes, o.n, o.success_steps))
+        pool = _pool(knob, baseline, [*records, current])
         if verdict.decision == "continue":  # keep sampling here, or move the dial
             predicted = predict(knob, pool, current.values[knob.name], axis=aim[0])
             near = predicted is None or abs(predicted - aim[1]) <= tolerance
@@ -272,6 +298,60 @@ def validate_candidate(
         )
         calibrated = True
     return finish("undecided")
+
+
+def _pool(knob: Knob, baseline: Outcomes, records: Sequence[SettingRecord]) -> list[Point]:
+    """Every setting's rollouts as model points, the baseline's at the knob's neutral value."""
+    pool = _points(knob, records)
+    if knob.neutral is not None and baseline.n:  # the baseline is the knob at neutral
+        o = baseline
+        pool.insert(0, Point(knob.neutral, o.successes, o.n, o.success_steps))
+    return pool
+
+
+def _pooled_band(
+    objective: Objective,
+    knob: Knob,
+    baseline: Outcomes,
+    records: Sequence[SettingRecord],
+    verdict: Judgement,
+    settings: JudgeSettings,
+) -> Judgement:
+    """Accepts the current setting on the pooled model's posterior, when it is sure enough.
+
+    Only for success bands, and only once the setting has :data:`MIN_FRESH_BATCHES` batches of
+    its own (sampled after it was chosen) that agree with the model: the model's rate there
+    lies inside the setting's own :data:`AGREEMENT_LEVEL` credible interval. Otherwise
+    ``verdict`` is returned unchanged.
+    """
+    current = records[-1]
+    o = current.outcomes
+    if objective.kind != "success_band" or o.n < MIN_FRESH_BATCHES * settings.batch:
+        return verdict
+    pool = _pool(knob, baseline, records)
+    value = current.values[knob.name]
+    low, high = float(objective.low), float(objective.high)  # type: ignore[arg-type]
+    probability = band_probability_at(knob, pool, value, low, high)
+    predicted = predict(knob, pool, value)
+    if probability is None or predicted is None or probability < settings.confidence:
+        return verdict
+    own_low, own_high = credible_interval(o.successes, o.n, level=AGREEMENT_LEVEL)
+    if not own_low <= predicted <= own_high:
+        return verdict
+    pooled_n = sum(p.n for p in pool)
+    reason = (
+        f"P(success rate in {low:g}-{high:g}) = {probability:.2f} >= {settings.confidence:g} "
+        f"under the knob model pooled over {pooled_n} rollouts at {len(pool)} settings "
+        f"({knob.name} = {value:g}: {o.successes}/{o.n} successes here, model {predicted:.2f})"
+    )
+    return replace(
+        verdict,
+        decision="accept",
+        method="band-pooled",
+        probability=probability,
+        reason=reason,
+        pooled_n=pooled_n,
+    )
 
 
 def _fresh(

@@ -11,12 +11,14 @@ from envharness.errors import RiggerError
 from envharness.graph.judge.calibration import (
     Knob,
     Point,
+    band_probability_at,
     fit_logistic,
     fit_steps,
     predict,
     propose_value,
 )
 from envharness.graph.judge.decisions import Outcomes, judge
+from envharness.graph.judge.posterior import band_probability
 
 DROP = Knob("DROP_P", 0.0, 1.0, "high", 0.1)
 
@@ -182,3 +184,56 @@ def test_bad_axis_or_aim_raises():
         propose_value(DROP, [], 0.5, axis="reward")
     with pytest.raises(RiggerError, match=r"success aim in \(0, 1\)"):
         propose_value(DROP, [Point(0.2, 10, 20)], 1.5)
+
+
+# -- band_probability_at ----------------------------------------------------------------------
+
+
+def test_band_probability_at_one_setting_is_close_to_its_flat_beta_posterior():
+    knob = Knob("DROP_P", 0.0, 0.9, "high", 0.45)
+    for successes, n in [(20, 40), (12, 20), (30, 50)]:
+        pooled = band_probability_at(knob, [Point(0.45, successes, n)], 0.45, 0.4, 0.6)
+        assert pooled == pytest.approx(band_probability(successes, n, 0.4, 0.6), abs=0.03)
+
+
+def test_band_probability_at_pools_the_neighbouring_settings():
+    knob = Knob("DROP_P", 0.0, 1.0, "high", 0.5)
+    here = [Point(0.5, 10, 20)]
+    around = [*here, Point(0.3, 15, 20), Point(0.7, 5, 20)]  # a curve through 0.5 at 0.5
+    alone = band_probability_at(knob, here, 0.5, 0.4, 0.6)
+    pooled = band_probability_at(knob, around, 0.5, 0.4, 0.6)
+    assert alone is not None and pooled is not None
+    assert pooled > alone + 0.1
+    assert band_probability_at(knob, around, 0.05, 0.4, 0.6) < 0.05  # far up the curve
+
+
+def test_band_probability_at_is_calibrated_when_the_model_holds():
+    # Responses drawn from the prior itself: among values it calls in band with probability
+    # >= 0.8, the true rate is in the band at least that often (up to sampling error).
+    rng = random.Random(11)
+    knob = Knob("K", 0.0, 1.0, "high", 0.5)
+    claimed, truly = [], []
+    while len(claimed) < 300:
+        a, b = rng.gauss(0.0, 2.5), rng.gauss(-4.0, 2.5)
+        if b > 0:
+            continue
+        points = []
+        for u in (0.2, 0.5, 0.8):
+            p = sigmoid(a + b * u)
+            points.append(Point(u, sum(rng.random() < p for _ in range(30)), 30))
+        probability = band_probability_at(knob, points, 0.5, 0.4, 0.6)
+        assert probability is not None
+        claimed.append(probability)
+        truly.append(0.4 <= sigmoid(a + b * 0.5) <= 0.6)
+    sure = [t for c, t in zip(claimed, truly, strict=True) if c >= 0.8]
+    assert len(sure) >= 5
+    assert sum(sure) / len(sure) >= 0.7
+    assert abs(sum(claimed) / len(claimed) - sum(truly) / len(truly)) < 0.06
+
+
+def test_band_probability_at_needs_data_and_a_band():
+    knob = Knob("K", 0.0, 1.0, "high", 0.5)
+    assert band_probability_at(knob, [], 0.5, 0.4, 0.6) is None
+    assert band_probability_at(knob, [Point(0.5, 0, 0)], 0.5, 0.4, 0.6) is None
+    with pytest.raises(RiggerError, match="0 <= low <= high <= 1"):
+        band_probability_at(knob, [Point(0.5, 1, 2)], 0.5, 0.6, 0.4)

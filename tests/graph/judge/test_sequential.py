@@ -8,9 +8,14 @@ import random
 import pytest
 
 from envharness.errors import RiggerError
-from envharness.graph.judge.calibration import Knob
+from envharness.graph.judge.calibration import Knob, Point, band_probability_at
 from envharness.graph.judge.decisions import JudgeSettings, Outcomes
-from envharness.graph.judge.sequential import ValidationRun, knob_aim, validate_candidate
+from envharness.graph.judge.sequential import (
+    MIN_FRESH_BATCHES,
+    ValidationRun,
+    knob_aim,
+    validate_candidate,
+)
 from envharness.graph.objective import Objective
 
 BAND = "sr:0.4-0.6"
@@ -82,7 +87,7 @@ def test_knob_calibration_lands_in_the_band_in_most_runs():
     assert right / 50 >= 0.6
 
 
-def test_a_knob_far_off_is_moved_and_a_decision_is_only_on_its_own_setting():
+def test_a_knob_far_off_is_moved_and_the_first_setting_does_not_decide():
     policy = Policy(3)
     run = validate_candidate(BAND, "harden", ALWAYS, policy, first_seed=0, knobs=[DROP])
     check_bookkeeping(run, 0, policy)
@@ -92,6 +97,45 @@ def test_a_knob_far_off_is_moved_and_a_decision_is_only_on_its_own_setting():
     values = [tuple(r.values.items()) for r in run.settings]
     assert len(set(values)) > 1
     json.dumps([r.to_dict() for r in run.settings])  # the records are JSON-able
+
+
+def test_pooled_acceptance_waits_for_fresh_batches_and_counts_every_rollout():
+    neutral = Knob("DROP_P", 0.0, 0.9, "high", 0.1, neutral=0.0)
+    pooled = 0
+    for run_id in range(30):
+        policy = Policy(run_id)
+        run = validate_candidate(BAND, "harden", ALWAYS, policy, first_seed=0, knobs=[neutral])
+        check_bookkeeping(run, 0, policy)
+        verdict = run.judgement
+        if run.decision != "accept" or verdict.method != "band-pooled":
+            assert verdict.pooled_n is None
+            continue
+        pooled += 1
+        own = run.settings[-1].outcomes
+        assert own.n >= MIN_FRESH_BATCHES * JudgeSettings().batch
+        assert verdict.n == own.n and verdict.successes == own.successes
+        assert verdict.pooled_n == run.rollouts + ALWAYS.n  # every setting and the baseline
+        assert verdict.probability >= JudgeSettings().confidence
+        assert "pooled over" in verdict.reason
+    assert pooled >= 10  # the pooled model decides most calibrated runs
+
+
+def test_pooled_acceptance_needs_the_settings_own_batches_to_agree_with_the_model():
+    # 300 baseline rollouts at the neutral value say 0.5 there; the candidate, started at the
+    # neutral value, shows 3/10 per batch. The pooled posterior is almost sure of the band, but
+    # the setting's own 6/20 puts the model's 0.49 outside its 80% interval: no acceptance.
+    knob = Knob("DROP_P", 0.0, 0.9, "high", 0.0, neutral=0.0)
+    baseline = Outcomes(300, 150)
+    settings = JudgeSettings(batch=10)
+    run = validate_candidate(
+        BAND, "harden", baseline, repeating(3), first_seed=0, knobs=[knob], settings=settings
+    )
+    pool = [Point(0.0, 150, 300), Point(0.0, 6, 20)]
+    assert band_probability_at(knob, pool, 0.0, 0.4, 0.6) > 0.99  # what the model alone says
+    first = run.settings[0]
+    assert first.values == {"DROP_P": 0.0}
+    assert first.outcomes.n > 20  # not accepted at its second batch
+    assert all(r.judgement.method != "band-pooled" for r in run.settings)
 
 
 def test_a_setting_that_looked_right_is_moved_once_the_pooled_model_says_it_is_off():
