@@ -19,7 +19,12 @@ from __future__ import annotations
 import math
 
 from envharness.graph.judge.decisions import JudgeSettings, Outcomes, judge
-from envharness.graph.judge.sequential import _ABANDON_BELOW, _tolerance, knob_aim
+from envharness.graph.judge.sequential import (
+    _ABANDON_BELOW,
+    MIN_FRESH_BATCHES,
+    _tolerance,
+    knob_aim,
+)
 from envharness.graph.limits import ORACLE_BUDGET_FACTOR, ORACLE_TRIES
 from envharness.graph.objective import Objective
 
@@ -77,7 +82,8 @@ def _band_lines(objective: Objective, direction: str, settings: JudgeSettings) -
         f"- accept when P({low:g} <= p <= {high:g}) >= {c}. "
         + (
             f"Even a candidate exactly at the band's centre ({centre:g}) is accepted at the "
-            f"earliest after n = {earliest} rollouts."
+            f"earliest after n = {earliest} rollouts of its own (a knob setting sooner, on "
+            "the pooled knob model)."
             if earliest is not None
             else "No candidate can be accepted within the budget at this confidence: the band "
             "is too narrow."
@@ -182,7 +188,16 @@ def _knob_lines(
         f"low..high, to the value predicted to put the {axis} at {where}, unless the setting "
         f"is predicted within {_tolerance(objective):g} of that; it also moves it when a "
         f"setting is refined with a side, or when a setting's claim is still below "
-        f"P = {_ABANDON_BELOW:g} after four batches. Other knobs stay at their values. So "
+        f"P = {_ABANDON_BELOW:g} after four batches. Other knobs stay at their values. "
+        + (
+            f"For a success band, once a setting has {MIN_FRESH_BATCHES} batches of its own, "
+            f"the model's posterior over all settings may accept it (P of the band >= "
+            f"{settings.confidence:g} there, and the model agrees with the setting's own "
+            f"rollouts). "
+            if objective.kind == "success_band"
+            else ""
+        )
+        + "So "
         "declare a range wide enough to hold that value, with `harder` set right, and let the "
         "validator find the number: do not bisect it by hand over iterations. The knob values "
         "it tried come back in the feedback."
@@ -210,7 +225,8 @@ def acceptance_rules(
         f"of {batch} and asks the judge after every batch. One candidate may spend at most "
         f"{settings.max_rollouts} policy rollouts, knob calibration included; a candidate the "
         "judge is not sure about by then is left undecided (never accepted). A decision is made "
-        "only on the rollouts of one knob setting, sampled after that setting was chosen.",
+        "on the rollouts of one knob setting, sampled after that setting was chosen; a success "
+        "band may also be accepted on the knob model pooled over every setting (see Knobs).",
         "",
     ]
     if objective.kind == "success_band":
