@@ -177,6 +177,17 @@ def _past(iteration, code, *, decision="refine", side="too_easy"):
     return PastAttempt(iteration, candidate, verdict, failed=lost, succeeded=won)
 
 
+def test_feedback_says_when_the_knob_model_pooled_the_claim():
+    from envharness.graph.designers import render_feedback
+
+    past = _past(1, "DROP_P = 0.3\nclass _Rules:\n    pass\n")
+    assert "pooled over" not in render_feedback([past])
+    past.verdict.judgement["pooled_n"] = 40
+    assert "P(claim) = 0.31, needed >= 0.8 (knob model pooled over 40 rollouts)" in (
+        render_feedback([past])
+    )
+
+
 def test_feedback_renders_every_part_of_every_attempt():
     from envharness.graph.designers import render_feedback
 
