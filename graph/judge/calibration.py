@@ -175,17 +175,7 @@ def fit_logistic(data: Sequence[tuple[float, int, int]]) -> tuple[float, float]:
     def fit(free_b: bool) -> tuple[float, float]:
         a = b = 0.0
         for _ in range(100):
-            ga = -(a - _PRIOR_MEAN[0]) / _PRIOR_SD[0] ** 2
-            gb = -(b - _PRIOR_MEAN[1]) / _PRIOR_SD[1] ** 2
-            haa, hab, hbb = 1 / _PRIOR_SD[0] ** 2, 0.0, 1 / _PRIOR_SD[1] ** 2
-            for u, s, n in data:
-                p = _sigmoid(a + b * u)
-                w = n * p * (1 - p)
-                ga += s - n * p
-                gb += (s - n * p) * u
-                haa += w
-                hab += w * u
-                hbb += w * u * u
+            (ga, gb), (haa, hab, hbb) = _log_posterior_derivatives(a, b, data)
             if free_b:
                 det = haa * hbb - hab * hab
                 da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
@@ -200,6 +190,24 @@ def fit_logistic(data: Sequence[tuple[float, int, int]]) -> tuple[float, float]:
     if b > 0:  # the data say "harder is easier": noise; the constrained optimum has b = 0
         a, b = fit(False)
     return a, b
+
+
+def _log_posterior_derivatives(
+    a: float, b: float, data: Sequence[tuple[float, int, int]]
+) -> tuple[tuple[float, float], tuple[float, float, float]]:
+    """Gradient ``(ga, gb)`` and negated Hessian ``(haa, hab, hbb)`` of the log posterior."""
+    ga = -(a - _PRIOR_MEAN[0]) / _PRIOR_SD[0] ** 2
+    gb = -(b - _PRIOR_MEAN[1]) / _PRIOR_SD[1] ** 2
+    haa, hab, hbb = 1 / _PRIOR_SD[0] ** 2, 0.0, 1 / _PRIOR_SD[1] ** 2
+    for u, s, n in data:
+        p = _sigmoid(a + b * u)
+        w = n * p * (1 - p)
+        ga += s - n * p
+        gb += (s - n * p) * u
+        haa += w
+        hab += w * u
+        hbb += w * u * u
+    return (ga, gb), (haa, hab, hbb)
 
 
 def fit_steps(data: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
@@ -336,12 +344,7 @@ def band_probability_at(
         raise RiggerError(f"expected 0 <= low <= high <= 1, got {low}-{high}")
     u_at = knob.scale(value)
     a0, b0 = fit_logistic(data)
-    # The Laplace covariance at the MAP (free b) sizes the grid.
-    haa, hab, hbb = 1 / _PRIOR_SD[0] ** 2, 0.0, 1 / _PRIOR_SD[1] ** 2
-    for u, _, n in data:
-        q = _sigmoid(a0 + b0 * u)
-        w = n * q * (1 - q)
-        haa, hab, hbb = haa + w, hab + w * u, hbb + w * u * u
+    _, (haa, hab, hbb) = _log_posterior_derivatives(a0, b0, data)  # Laplace: sizes the grid
     det = haa * hbb - hab * hab
     sd_a, sd_b = math.sqrt(hbb / det), math.sqrt(haa / det)
     b_hi = min(0.0, b0 + 8 * sd_b)

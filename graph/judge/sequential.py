@@ -263,8 +263,8 @@ def validate_candidate(
         reference = fresh_baseline if paired else baseline
         verdict = judge(objective, direction, current.outcomes, reference, settings)
         if verdict.decision == "continue" and knob is not None and aim is not None:
-            verdict = _pooled_band(objective, knob, baseline, [*records, current], verdict,
-                                   settings)  # fmt: skip
+            pooled = [*records, current]
+            verdict = _pooled_band(objective, knob, baseline, pooled, verdict, settings)
         current.judgement = verdict
         if verdict.decision == "accept":
             return finish("accept")
