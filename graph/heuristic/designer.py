@@ -18,8 +18,11 @@ too long, or no success at all) or on target. Then it:
    probabilities found too easy and too hard, guided by a simple model (success ``r (1 - p)``,
    steps ``s / (1 - p)``) calibrated on the results seen.
 
-It never proposes a candidate twice, dry-runs each candidate on a fresh env (one that cannot
-start is skipped), and returns ``None`` when nothing is left to try.
+It dry-runs each candidate on a fresh env (one that cannot start is skipped) and proposes no
+candidate twice, with one exception per rig: when the ladder has nothing left, the candidate
+refined on at most :data:`RETEST_MAX_ROLLOUTS` rollouts that came closest to the target is
+played once more on fresh seeds (a refine is sure only to the judge's confidence, and one unlucky
+batch must not end a rig whose right rung was found). It returns ``None`` when nothing is left.
 Behaviour fixes (``fix-behaviour`` under ``auto``) are a short ladder ordered by the diagnosed
 weakness.
 """
@@ -28,8 +31,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from envharness.errors import DesignerError, EnvHarnessError, RiggerError
@@ -50,9 +54,12 @@ from envharness.graph.heuristic.rules_code import DROP_KNOB, parts_of, render_ru
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict
 
-__all__ = ["HeuristicDesigner"]
+__all__ = ["RETEST_MAX_ROLLOUTS", "HeuristicDesigner"]
 
 _log = logging.getLogger("envharness.graph")
+
+RETEST_MAX_ROLLOUTS = 10
+"""A candidate refined on at most this many rollouts may be retested once on fresh seeds."""
 
 _P_MAX = 0.9
 _P_MIN_GAP = 0.02
@@ -157,7 +164,8 @@ class HeuristicDesigner:
         if diagnosis.direction == "fix-behaviour" and not objective.is_band:
             return self._behaviour_fix(context, diagnosis, excluded)
         target = Target.for_objective(objective, diagnosis.direction, diagnosis.stats)
-        return self._search(context, diagnosis, target, history, excluded)
+        found = self._search(context, diagnosis, target, history, excluded)
+        return found if found is not None else _retest(context, target, history)
 
     @staticmethod
     def _behaviour_fix(
@@ -314,6 +322,44 @@ def _placed(
             side = target.side(verdict.stats, base_successes)
         results.append(_Result(i, p, side, verdict.stats))
     return results
+
+
+def _retest(
+    context: DesignContext,
+    target: Target,
+    history: list[tuple[Candidate, Verdict]],
+) -> Candidate | None:
+    """The refined candidate to play once more, when the ladder has nothing left (else ``None``).
+
+    At most one retest per rig. Only a non-empty candidate refined on at most
+    :data:`RETEST_MAX_ROLLOUTS` rollouts qualifies; of those, the one whose result came closest
+    to the target's aim (the most recent among ties). The validator draws fresh seeds for it,
+    so the retest is judged on rollouts that played no part in the refine.
+    """
+    tried = Counter(candidate_key(c) for c, _ in history)
+    if any(count > 1 for count in tried.values()):
+        return None  # one retest per rig
+    fallback = float(context.max_steps or 1)
+    options = []
+    for order, (candidate, verdict) in enumerate(history):
+        if (
+            verdict.decision != "refine"
+            or candidate.is_empty()
+            or verdict.rollouts > RETEST_MAX_ROLLOUTS
+            or not verdict.stats.get("n")
+        ):
+            continue
+        gap = abs(observed_value(target, verdict.stats, fallback) - target.aim)
+        options.append((gap, -order, candidate))
+    if not options:
+        return None
+    candidate = min(options, key=lambda option: option[:2])[2]
+    return replace(
+        candidate,
+        rationale=f"{candidate.rationale} (retested on fresh seeds: it was refined on only a "
+        f"few rollouts and nothing else is left to try)",
+        template=f"retest({candidate.template})",
+    )
 
 
 def _split_drop(candidate: Candidate) -> tuple[Candidate, float] | None:

@@ -11,6 +11,7 @@ from envharness.graph.heuristic import (
     candidate_key,
     heuristic_diagnosis,
 )
+from envharness.graph.heuristic.designer import RETEST_MAX_ROLLOUTS
 from envharness.graph.heuristic.rules_code import parts_of
 from envharness.graph.objective import Objective
 from envharness.graph.records import Candidate, Diagnosis, Verdict
@@ -103,7 +104,24 @@ def test_scaffold_into_a_success_band_walks_the_head_starts_then_tunes():
     assert tuned.template.startswith("setups_oracle_prefix(2) + drop_actions(")
     assert tuned.in_env_actions == stronger.in_env_actions
     history = [(first, verdict(0)), (stronger, verdict(1))]
-    assert designer.propose(context, diagnosis, objective, history) is None
+    retest = designer.propose(context, diagnosis, objective, history)  # nothing easier is left
+    assert retest.template == "retest(setups_oracle_prefix(2))"  # 1/5 came closest to the band
+    assert candidate_key(retest) == candidate_key(stronger)
+    assert "retested on fresh seeds" in retest.rationale
+    assert designer.propose(context, diagnosis, objective, [*history, (retest, verdict(1))]) is None
+
+
+def test_retests_only_candidates_refined_on_few_rollouts():
+    context, diagnosis, objective = scaffold_case(1)
+    designer = HeuristicDesigner()
+    first = designer.propose(context, diagnosis, objective, [])
+    stronger = designer.propose(context, diagnosis, objective, [(first, verdict(0))])
+    well_measured = [(first, verdict(0, n=RETEST_MAX_ROLLOUTS + 5)), (stronger, verdict(4, n=40))]
+    assert designer.propose(context, diagnosis, objective, well_measured) is None
+    mixed = [(first, verdict(0, n=40)), (stronger, verdict(1))]
+    assert designer.propose(context, diagnosis, objective, mixed).template == (
+        "retest(setups_oracle_prefix(2))"
+    )
 
 
 def test_scaffold_from_zero_starts_with_the_strongest_head_start():
@@ -204,8 +222,10 @@ def test_never_proposes_the_same_candidate_twice_and_runs_out():
         history.append((candidate, verdict(5 if drop_p(candidate) < 0.6 else 0)))
     else:
         pytest.fail("the designer never ran out of ideas")
-    keys = [candidate_key(c) for c, _ in history]
-    assert len(keys) == len(set(keys))
+    fresh = [candidate_key(c) for c, _ in history if not c.template.startswith("retest(")]
+    assert len(fresh) == len(set(fresh))
+    retests = [candidate_key(c) for c, _ in history if c.template.startswith("retest(")]
+    assert len(retests) <= 1 and set(retests) <= set(fresh)  # one repeat, of a tried candidate
     assert all(c.rationale.startswith("heuristic template ") for c, _ in history)
 
 
