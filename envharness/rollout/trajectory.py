@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
+import orjson
+
 from envharness.core import Action, Evaluation
 from envharness.errors import TrajectoryError
 
@@ -215,12 +217,26 @@ class Trajectory:
             TrajectoryError: If the text is not a valid trajectory.
         """
         try:
-            data = json.loads(text)
+            data = _loads(text)
         except json.JSONDecodeError as e:
             raise TrajectoryError(f"trajectory is not valid JSON: {e}") from e
         if not isinstance(data, Mapping):
             raise TrajectoryError(f"expected a JSON object, got {type(data).__name__}")
         return cls.from_dict(data)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, through orjson when it can read the text.
+
+    Parsing is the caller's share of a parallel batch (each worker's trajectory line is read
+    here), and orjson reads one in about a third of the time. It reads strict JSON only; what
+    it refuses (``NaN``, integers beyond 64 bits, lone surrogates, or a malformed line) goes to
+    the standard parser, so the result and the errors are exactly ``json.loads``'s.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 _STEP_FIELDS = fields(Step)

@@ -111,6 +111,19 @@ def test_from_json_rejects_malformed_text(text, message):
         Trajectory.from_json(text)
 
 
+def test_from_json_reads_what_only_the_standard_parser_accepts():
+    """A line orjson refuses (NaN, an integer beyond 64 bits, a lone surrogate) reads as before."""
+    data = full().to_dict()
+    data["seed"] = 2**70
+    data["first_observation"] = "\ud800"
+    text = json.dumps(data).replace('"reward": 0.25', '"reward": NaN')
+    again = Trajectory.from_json(text)
+    assert again.seed == 2**70
+    assert again.first_observation == "\ud800"
+    assert again.steps[2].reward != again.steps[2].reward  # NaN
+    assert again.steps[3] == full().steps[3]
+
+
 def test_from_dict_rejects_bad_fields():
     data = full().to_dict()
     with pytest.raises(TrajectoryError, match="expected end_reason in"):
